@@ -1,0 +1,97 @@
+/*
+ * netdev.h - SAMPI's transport vtable.
+ *
+ * A netdev moves bytes between the ranks of one communicator.  Algorithms never
+ * talk to a transport directly: the schedule executor (src/executor.c) posts
+ * tagged nonblocking sends and receives here and waits on them with a deadline.
+ *
+ * Backends (one file each): mpi.c (PMPI point-to-point on a private duplicate
+ * of the user's communicator, always available) and ofi.c (libfabric RDM
+ * tagged messaging).  The table of backends lives in netdev.c; adding one is a
+ * new file plus one row there.
+ *
+ * Contract every backend keeps:
+ *  - open() is collective over the communicator and returns the same success or
+ *    failure on every rank (a backend that fails on one rank fails everywhere),
+ *    so that all ranks agree on the data path.
+ *  - Tags are 64-bit (see sampi_netdev_tag); a backend with fewer tag bits folds
+ *    them, relying on the fact that collectives on one communicator never
+ *    overlap in more than the low bits of the call sequence number.
+ *  - wait() blocks or backs off; it never busy-spins a shared core dry unless
+ *    the user asked for busy polling.
+ *  - Errors are negative errno values; -ETIMEDOUT when the deadline passes.
+ */
+#ifndef SAMPI_NETDEV_H
+#define SAMPI_NETDEV_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sampi_netdev;
+
+/* One outstanding send or receive.  The storage belongs to the caller; the
+ * backend keeps its own per-request state in `impl` (an MPI_Request, or a
+ * libfabric context) and sets `done` (and `status`) when it completes. */
+typedef struct sampi_netdev_req {
+    union {
+        MPI_Request mpi;
+        void *ptr[8]; /* large enough for struct fi_context2 */
+    } impl;
+    int done;
+    int status; /* 0 or negative errno once done */
+} sampi_netdev_req_t;
+
+struct sampi_netdev_ops {
+    const char *name;
+    const char *description;
+    /* Collective over comm.  *out is NULL on failure (same on all ranks). */
+    int (*open)(MPI_Comm comm, struct sampi_netdev **out);
+    void (*close)(struct sampi_netdev *nd);
+    int (*isend)(struct sampi_netdev *nd, const void *buf, size_t len, int peer, uint64_t tag,
+                 sampi_netdev_req_t *req);
+    int (*irecv)(struct sampi_netdev *nd, void *buf, size_t len, int peer, uint64_t tag,
+                 sampi_netdev_req_t *req);
+    /* Drive progress until at least one request of reqs[0..n) that was not
+     * done becomes done, or all are done, or deadline_ns (CLOCK_MONOTONIC) has
+     * passed.  Returns 0, or -ETIMEDOUT, or another negative errno. */
+    int (*wait)(struct sampi_netdev *nd, sampi_netdev_req_t *const *reqs, int n,
+                int64_t deadline_ns);
+    /* Abandon a request that will never complete (after a timeout). */
+    void (*cancel)(struct sampi_netdev *nd, sampi_netdev_req_t *req);
+};
+
+/* Fields common to every backend; backends embed this first. */
+struct sampi_netdev {
+    const struct sampi_netdev_ops *ops;
+    int rank;
+    int size;
+};
+
+/* Tag layout: call sequence number (high), round (middle), segment (low). */
+#define SAMPI_TAG_SEG_BITS 16
+#define SAMPI_TAG_ROUND_BITS 20
+static inline uint64_t sampi_netdev_tag(uint64_t seq, unsigned round, unsigned seg)
+{
+    return (seq << (SAMPI_TAG_SEG_BITS + SAMPI_TAG_ROUND_BITS)) |
+           ((uint64_t)(round & ((1u << SAMPI_TAG_ROUND_BITS) - 1)) << SAMPI_TAG_SEG_BITS) |
+           (seg & ((1u << SAMPI_TAG_SEG_BITS) - 1));
+}
+
+/* The backends, by name ("mpi", "ofi").  NULL when unknown. */
+const struct sampi_netdev_ops *sampi_netdev_find(const char *name);
+/* NULL-terminated list of every backend compiled in. */
+extern const struct sampi_netdev_ops *const sampi_netdev_backends[];
+
+extern const struct sampi_netdev_ops sampi_netdev_mpi_ops;
+extern const struct sampi_netdev_ops sampi_netdev_ofi_ops;
+
+/* Monotonic clock in nanoseconds; deadlines are expressed on it. */
+int64_t sampi_now_ns(void);
+
+/* Back-off helper shared by backends that poll: yields first, then sleeps for
+ * growing intervals (capped), so that waiting ranks leave the core to the ranks
+ * that still compute.  `spins` is the caller's counter, reset on progress. */
+void sampi_backoff(unsigned *spins);
+
+#endif
