@@ -86,6 +86,10 @@ extern const struct sampi_netdev_ops *const sampi_netdev_backends[];
 extern const struct sampi_netdev_ops sampi_netdev_mpi_ops;
 extern const struct sampi_netdev_ops sampi_netdev_ofi_ops;
 
+/* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
+ * than auto).  Collective; the answer is the same on every rank. */
+int sampi_netdev_auto_choice(MPI_Comm comm);
+
 /* Monotonic clock in nanoseconds; deadlines are expressed on it. */
 int64_t sampi_now_ns(void);
 

@@ -1,0 +1,30 @@
+/*
+ * algos.c - the algorithm descriptor table (rows in algos.def).
+ */
+#include "algos.h"
+
+#include <string.h>
+
+const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT] = {
+#define SAMPI_ALGO(id_, name_, caps_, run_, desc_)                                                  \
+    [SAMPI_ALGO_##id_] = {                                                                         \
+        .id = SAMPI_ALGO_##id_, .name = name_, .caps = caps_, .run = run_, .description = desc_},
+#include "algos.def"
+#undef SAMPI_ALGO
+};
+
+/* The same names, as the enum items of sampi_algorithm. */
+const char *const sampi_algo_names[] = {
+#define SAMPI_ALGO(id_, name_, ...) name_,
+#include "algos.def"
+#undef SAMPI_ALGO
+    NULL,
+};
+
+const struct sampi_algo *sampi_algo_find(const char *name)
+{
+    for (int i = 0; name && i < SAMPI_ALGO__COUNT; i++)
+        if (strcmp(sampi_algos[i].name, name) == 0)
+            return &sampi_algos[i];
+    return NULL;
+}

@@ -1,0 +1,71 @@
+/*
+ * algos.h - the allreduce algorithm descriptor table and what an algorithm
+ * receives when it runs.
+ */
+#ifndef SAMPI_ALGOS_H
+#define SAMPI_ALGOS_H
+
+#include "dtype.h"
+#include "kernels.h"
+
+#include <mpi.h>
+#include <stddef.h>
+
+struct sampi_comm;
+
+/* Capabilities, in the spirit of MPICH's `restrictions:`.  The selection code
+ * checks a call against them; an algorithm's run function may assume them. */
+enum sampi_algo_caps {
+    SAMPI_CAP_EXACT = 1u << 0,             /* every rank gets identical, exact bits */
+    SAMPI_CAP_APPROX = 1u << 1,            /* may drop data; opt-in only */
+    SAMPI_CAP_COMMUTATIVE_ONLY = 1u << 2,  /* reorders operands */
+    SAMPI_CAP_BUILTIN_OP_ONLY = 1u << 3,   /* reduces with SAMPI's own kernels */
+    SAMPI_CAP_NEEDS_STRAGGLER = 1u << 4,   /* needs an agreed straggler rank */
+    SAMPI_CAP_NEEDS_SLOWDOWNS = 1u << 5,   /* needs agreed per-rank slowdown factors */
+    SAMPI_CAP_NEEDS_DATAGRAM = 1u << 6,    /* needs a datagram netdev */
+    SAMPI_CAP_IN_PLACE = 1u << 7,          /* accepts MPI_IN_PLACE */
+    SAMPI_CAP_AUTO = 1u << 8,              /* `auto` may choose it */
+};
+
+enum sampi_algo_id {
+#define SAMPI_ALGO(id, ...) SAMPI_ALGO_##id,
+#include "algos.def"
+#undef SAMPI_ALGO
+    SAMPI_ALGO__COUNT
+};
+
+/* One MPI_Allreduce call, already validated and found eligible. */
+struct sampi_coll_args {
+    const void *sendbuf; /* MPI_IN_PLACE allowed */
+    void *recvbuf;
+    size_t count;
+    MPI_Datatype datatype;
+    MPI_Op mpi_op;
+    struct sampi_dtype_info dt;
+    enum sampi_op op;
+    sampi_reduce_fn reduce;
+    MPI_Comm comm;
+    struct sampi_comm *state;
+};
+
+/* Returns 0 or a negative errno (mapped to an MPI error class by the caller). */
+typedef int (*sampi_algo_run_fn)(const struct sampi_coll_args *args);
+
+struct sampi_algo {
+    enum sampi_algo_id id;
+    const char *name;
+    unsigned caps;
+    sampi_algo_run_fn run;
+    const char *description;
+};
+
+extern const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT];
+
+/* The descriptor named `name`, or NULL. */
+const struct sampi_algo *sampi_algo_find(const char *name);
+
+int sampi_allreduce_native(const struct sampi_coll_args *args);
+int sampi_allreduce_ring(const struct sampi_coll_args *args);
+int sampi_allreduce_rhd(const struct sampi_coll_args *args);
+
+#endif

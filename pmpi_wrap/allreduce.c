@@ -1,0 +1,100 @@
+/*
+ * allreduce.c - the MPI_Allreduce entry point.
+ *
+ * The order of work on each call:
+ *   1. check the arguments the way Open MPI does (validate.c);
+ *   2. decide eligibility (predefined contiguous datatype, predefined op
+ *      defined on it, intracommunicator of two or more ranks), else
+ *      PMPI_Allreduce, counted as a fallback;
+ *   3. pick the algorithm from the per-communicator setting, sampi_algorithm
+ *      and the selection table (all agreed across ranks);
+ *   4. open the communicator's data path on first use, and run.
+ * The small-message path (`native`) costs a datatype lookup, an attribute
+ * lookup and a table walk on top of PMPI_Allreduce.
+ */
+#include "comm.h"
+#include "select.h"
+#include "sampi_internal.h"
+#include "wrap.h"
+
+#include <errno.h>
+
+static void log_call(const struct sampi_coll_args *a, enum sampi_algo_id algo)
+{
+    if (!sampi_log_enabled(SAMPI_LOG_CALL))
+        return;
+    const struct sampi_comm *c = a->state;
+    sampi_log(SAMPI_LOG_CALL, "allreduce algorithm=%s netdev=%s count=%zu bytes=%zu op=%s elem=%s",
+              sampi_algos[algo].name, c && c->nd ? c->nd->ops->name : "none", a->count,
+              a->count * a->dt.extent, sampi_op_name(a->op), sampi_elem_name(a->dt.elem));
+}
+
+static void count_call(struct sampi_comm *c, enum sampi_algo_id algo)
+{
+    sampi_stat_add(&c->stats.calls[algo], 1);
+    sampi_stat_add(&sampi_process_stats.calls[algo], 1);
+    atomic_store_explicit(&c->last_algo, algo, memory_order_relaxed);
+}
+
+static int fall_back(struct sampi_comm *c, enum sampi_fallback_reason why, const void *sendbuf,
+                     void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    int rc = sampi_comm_note_fallback(c, why);
+    if (rc)
+        return sampi_report_error(comm, rc);
+    if (c)
+        count_call(c, SAMPI_ALGO_NATIVE);
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm)
+{
+    if (!sampi_runtime_mpi_ready())
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+
+    struct sampi_coll_args a;
+    int why = 0, rc = MPI_SUCCESS;
+    struct sampi_comm *c = NULL;
+    switch (sampi_check_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &a, &why, &rc)) {
+    case SAMPI_CHECK_TO_PMPI:
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    case SAMPI_CHECK_ANSWERED:
+        return rc;
+    case SAMPI_CHECK_INELIGIBLE:
+        if (why != SAMPI_FALLBACK_COMM)
+            sampi_comm_get(comm, 1, &c);
+        return fall_back(c, why, sendbuf, recvbuf, count, datatype, op, comm);
+    case SAMPI_CHECK_OK:
+        break;
+    }
+    if (count == 0)
+        return MPI_SUCCESS; /* as Open MPI: nothing to reduce, no communication */
+
+    rc = sampi_comm_get(comm, 1, &c);
+    if (rc)
+        return fall_back(NULL, SAMPI_FALLBACK_COMM, sendbuf, recvbuf, count, datatype, op, comm);
+    a.state = c;
+    if (c->broken)
+        return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
+    if (c->mismatch)
+        return fall_back(c, SAMPI_FALLBACK_MISMATCH, sendbuf, recvbuf, count, datatype, op, comm);
+
+    enum sampi_algo_id algo =
+        sampi_select(sampi_comm_algorithm_setting(c), a.count * a.dt.extent, c->size);
+    if (algo != SAMPI_ALGO_NATIVE) {
+        rc = sampi_comm_open_netdev(c);
+        if (rc) /* the same answer on every rank: open is collective */
+            return fall_back(c, c->mismatch ? SAMPI_FALLBACK_MISMATCH : SAMPI_FALLBACK_BROKEN,
+                             sendbuf, recvbuf, count, datatype, op, comm);
+    }
+    count_call(c, algo);
+    log_call(&a, algo);
+    rc = sampi_algos[algo].run(&a);
+    if (rc > -SAMPI_EHANDLED && rc < 0)
+        sampi_log_warn("allreduce with %s on a communicator of size %d failed: %s",
+                       sampi_algos[algo].name, c->size,
+                       rc == -ETIMEDOUT ? "a peer did not answer within sampi_timeout_ms"
+                                        : "data path error");
+    return rc ? sampi_report_error(comm, rc) : MPI_SUCCESS;
+}

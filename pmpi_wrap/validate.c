@@ -1,0 +1,77 @@
+/*
+ * validate.c - argument checks and eligibility of an MPI_Allreduce call.
+ *
+ * For every argument error Open MPI checks itself (null communicator, null op
+ * or datatype, negative count, MPI_IN_PLACE as the receive buffer, aliased
+ * buffers, an op not defined on the datatype) the call is handed to
+ * PMPI_Allreduce unchanged: the user then gets exactly Open MPI's error class,
+ * in Open MPI's order of checks, through the handler Open MPI would use.  What
+ * Open MPI would not catch before touching memory (a NULL buffer with a
+ * positive count) SAMPI reports as MPI_ERR_BUFFER.
+ */
+#include "stats.h"
+#include "sampi_internal.h"
+#include "wrap.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                       struct sampi_coll_args *a, int *why, int *rc)
+{
+    if (comm == MPI_COMM_NULL || op == MPI_OP_NULL || datatype == MPI_DATATYPE_NULL ||
+        count < 0 || recvbuf == MPI_IN_PLACE || sendbuf == recvbuf)
+        return SAMPI_CHECK_TO_PMPI;
+
+    int inter = 0, size = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return SAMPI_CHECK_TO_PMPI;
+    if (inter) {
+        *why = SAMPI_FALLBACK_COMM;
+        return SAMPI_CHECK_INELIGIBLE;
+    }
+
+    int sop = sampi_op_lookup(op);
+    if (sampi_dtype_lookup(datatype, &a->dt) != 0) {
+        *why = sop < 0 ? SAMPI_FALLBACK_OP : SAMPI_FALLBACK_DATATYPE;
+        return SAMPI_CHECK_INELIGIBLE;
+    }
+    if (sop < 0) {
+        *why = SAMPI_FALLBACK_OP;
+        return SAMPI_CHECK_INELIGIBLE;
+    }
+    if (!sampi_op_defined_on(sop, a->dt.tclass))
+        return SAMPI_CHECK_TO_PMPI; /* Open MPI answers MPI_ERR_OP */
+    if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) {
+        *rc = sampi_report_error(comm, -EFAULT); /* MPI_ERR_BUFFER */
+        return SAMPI_CHECK_ANSWERED;
+    }
+    a->reduce = sampi_reduce_fn_get(sop, a->dt.elem);
+    if (!a->reduce) {
+        *why = SAMPI_FALLBACK_OP;
+        return SAMPI_CHECK_INELIGIBLE;
+    }
+    PMPI_Comm_size(comm, &size);
+    if (size < 2) {
+        *why = SAMPI_FALLBACK_COMM;
+        return SAMPI_CHECK_INELIGIBLE;
+    }
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = (size_t)count;
+    a->datatype = datatype;
+    a->mpi_op = op;
+    a->op = sop;
+    a->comm = comm;
+    a->state = NULL;
+    return SAMPI_CHECK_OK;
+}
+
+int sampi_report_error(MPI_Comm comm, int neg_errno)
+{
+    int cls = sampi_errno_to_mpi(neg_errno);
+    if (neg_errno > -SAMPI_EHANDLED)
+        PMPI_Comm_call_errhandler(comm, cls);
+    return cls;
+}

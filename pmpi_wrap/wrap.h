@@ -1,0 +1,30 @@
+/*
+ * wrap.h - shared by the MPI entry points in pmpi_wrap/.
+ */
+#ifndef SAMPI_WRAP_H
+#define SAMPI_WRAP_H
+
+#include "algos.h"
+
+#include <mpi.h>
+
+/* Outcome of checking an MPI_Allreduce call. */
+enum sampi_check {
+    SAMPI_CHECK_OK,        /* valid and eligible: args filled in */
+    SAMPI_CHECK_TO_PMPI,   /* let PMPI_Allreduce handle it (an error Open MPI reports
+                            * itself, in its own order, through the right handler) */
+    SAMPI_CHECK_INELIGIBLE, /* valid, but not for SAMPI: *why says why */
+    SAMPI_CHECK_ANSWERED,  /* an error SAMPI reported itself; *rc holds the class */
+};
+
+/* Validate like Open MPI and decide eligibility.  On SAMPI_CHECK_OK fills
+ * everything in *a but `state`. */
+enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                       struct sampi_coll_args *a, int *why, int *rc);
+
+/* Report an internal error (negative errno) through comm's error handler,
+ * unless Open MPI already did; returns the MPI error class. */
+int sampi_report_error(MPI_Comm comm, int neg_errno);
+
+#endif

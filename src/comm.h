@@ -1,0 +1,63 @@
+/*
+ * comm.h - SAMPI's state for one user communicator.
+ *
+ * Kept as a cached attribute on the user's communicator, created at the first
+ * MPI_Allreduce on it (or when the program sets a per-communicator choice),
+ * and freed by the attribute's delete callback when the communicator is freed
+ * (or by MPI_Finalize).  The data path is opened later still: at the first
+ * call that needs it, which is the same call on every rank because the
+ * algorithm choice is agreed.
+ */
+#ifndef SAMPI_COMM_H
+#define SAMPI_COMM_H
+
+#include "netdev.h"
+#include "stats.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+struct sampi_comm {
+    MPI_Comm comm;
+    int rank, size;
+    int forced_algo;   /* -1: follow sampi_algorithm */
+    int forced_netdev; /* -1: follow sampi_netdev */
+    struct sampi_netdev *nd;
+    int nd_tried;                 /* the data path was set up (or failed) */
+    int broken;                   /* an error left messages in flight: use PMPI */
+    int mismatch;                 /* ranks disagree on the configuration: use PMPI */
+    _Atomic int last_algo;        /* -1 before the first call */
+    uint64_t seq;                 /* calls that used the data path */
+    void *scratch;                /* receive buffer for reductions */
+    size_t scratch_size;
+    unsigned warned;              /* fallback reasons already reported (bit per reason) */
+    struct sampi_stats stats;
+    struct sampi_comm *prev, *next; /* every live state, for MPI_Finalize */
+};
+
+/* The state of `comm`, created when `create` is set and it does not exist.
+ * 0, or -ENOENT (no state and !create), -ENOMEM, -EINVAL (bad communicator). */
+int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out);
+
+/* Open the data path if not done yet.  Collective: called by every rank for
+ * the same call.  Also checks that all ranks were configured alike.  0, or a
+ * negative errno; on failure the communicator uses PMPI from then on. */
+int sampi_comm_open_netdev(struct sampi_comm *c);
+
+/* A scratch buffer of at least `size` bytes owned by the state. */
+void *sampi_comm_scratch(struct sampi_comm *c, size_t size);
+
+/* Count a fallback to PMPI_Allreduce (c may be NULL) and, when the user forced
+ * an algorithm, report it according to sampi_fallback.  0: go on with PMPI;
+ * -ENOTSUP: sampi_fallback=error, fail the call. */
+int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why);
+
+/* The algorithm setting in force for c: its own, else sampi_algorithm. */
+int sampi_comm_algorithm_setting(const struct sampi_comm *c);
+
+/* MPI_Finalize: free every state (closes the data paths). */
+void sampi_comm_free_all(void);
+/* Set up the attribute keyval; needs MPI initialised. */
+int sampi_comm_init(void);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * executor.c - runs schedules over a netdev.
+ *
+ * Each round's transfers are cut into segments.  All receives of a round are
+ * posted before its sends (so no eager message waits on an unexpected queue
+ * when it can be avoided), and each received segment is reduced as soon as it
+ * lands, overlapping the reduction with the transfer of the next segments.
+ * This is the one place where SAMPI's exact algorithms reduce data.
+ *
+ * Errors: a failed or timed-out transfer cancels what is still posted, marks
+ * the communicator broken (messages may still be in flight, so its later calls
+ * go to PMPI_Allreduce) and returns the error; the peers then time out too
+ * instead of hanging.
+ */
+#include "executor.h"
+#include "comm.h"
+#include "sampi_internal.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_SEGMENTS_PER_ROUND = 1 << SAMPI_TAG_SEG_BITS };
+
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+
+struct round_state {
+    sampi_netdev_req_t *reqs; /* receives first, then sends */
+    sampi_netdev_req_t **pending;
+    unsigned char *reduced; /* per receive segment */
+    size_t capacity;
+};
+
+static int grow(struct round_state *st, size_t n)
+{
+    if (n <= st->capacity)
+        return 0;
+    sampi_netdev_req_t *r = realloc(st->reqs, n * sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    st->reqs = r;
+    sampi_netdev_req_t **p = realloc(st->pending, n * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    st->pending = p;
+    unsigned char *d = realloc(st->reduced, n);
+    if (!d)
+        return -ENOMEM;
+    st->reduced = d;
+    st->capacity = n;
+    return 0;
+}
+
+static int64_t deadline_from_now(void)
+{
+    long long ms = sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS);
+    return ms ? sampi_now_ns() + ms * 1000000 : INT64_MAX;
+}
+
+static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, uint64_t seq,
+                     int index, const struct sampi_round *rd, size_t seg, char *scratch,
+                     struct round_state *st)
+{
+    const size_t ext = a->dt.extent;
+    char *buf = a->recvbuf;
+    size_t nrecv = rd->recv.peer >= 0 ? ceil_div(rd->recv.count, seg) : 0;
+    size_t nsend = rd->send.peer >= 0 ? ceil_div(rd->send.count, seg) : 0;
+    size_t posted = 0;
+    int rc = grow(st, nrecv + nsend);
+    if (rc)
+        return rc;
+
+    for (size_t s = 0; s < nrecv; s++, posted++) {
+        size_t off = s * seg, len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
+        char *dst = rd->action == SAMPI_RECV_REDUCE ? scratch + off * ext
+                                                    : buf + (rd->recv.offset + off) * ext;
+        st->reduced[s] = 0;
+        rc = nd->ops->irecv(nd, dst, len * ext, rd->recv.peer,
+                            sampi_netdev_tag(seq, (unsigned)index, (unsigned)s), &st->reqs[s]);
+        if (rc)
+            goto fail;
+    }
+    for (size_t s = 0; s < nsend; s++, posted++) {
+        size_t off = s * seg, len = rd->send.count - off < seg ? rd->send.count - off : seg;
+        rc = nd->ops->isend(nd, buf + (rd->send.offset + off) * ext, len * ext, rd->send.peer,
+                            sampi_netdev_tag(seq, (unsigned)index, (unsigned)s),
+                            &st->reqs[nrecv + s]);
+        if (rc)
+            goto fail;
+    }
+
+    int64_t deadline = deadline_from_now();
+    size_t left = posted;
+    while (left) {
+        int n = 0;
+        for (size_t i = 0; i < posted; i++)
+            if (!st->reqs[i].done)
+                st->pending[n++] = &st->reqs[i];
+        if (n) {
+            rc = nd->ops->wait(nd, st->pending, n, deadline);
+            if (rc)
+                goto fail;
+        }
+        left = 0;
+        int progressed = 0;
+        for (size_t i = 0; i < posted; i++) {
+            sampi_netdev_req_t *r = &st->reqs[i];
+            if (!r->done) {
+                left++;
+                continue;
+            }
+            if (r->status) {
+                rc = r->status;
+                goto fail;
+            }
+            if (i < nrecv && !st->reduced[i]) {
+                st->reduced[i] = 1;
+                progressed = 1;
+                if (rd->action == SAMPI_RECV_REDUCE) {
+                    size_t off = i * seg;
+                    size_t len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
+                    a->reduce(buf + (rd->recv.offset + off) * ext, scratch + off * ext, len);
+                }
+            }
+        }
+        if (progressed)
+            deadline = deadline_from_now(); /* the timeout is for a silent peer */
+    }
+    size_t sent = rd->send.peer >= 0 ? rd->send.count * ext : 0;
+    size_t received = rd->recv.peer >= 0 ? rd->recv.count * ext : 0;
+    sampi_stat_add(&a->state->stats.bytes_sent, sent);
+    sampi_stat_add(&a->state->stats.bytes_received, received);
+    sampi_stat_add(&sampi_process_stats.bytes_sent, sent);
+    sampi_stat_add(&sampi_process_stats.bytes_received, received);
+    return 0;
+fail:
+    for (size_t i = 0; i < posted; i++)
+        if (!st->reqs[i].done)
+            nd->ops->cancel(nd, &st->reqs[i]);
+    return rc;
+}
+
+int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_round *rounds,
+                         int nrounds)
+{
+    struct sampi_comm *c = a->state;
+    struct round_state st = {0};
+    const size_t ext = a->dt.extent;
+    int rc = 0;
+
+    size_t longest = 0, scratch_elems = 0;
+    for (int i = 0; i < nrounds; i++) {
+        size_t r = rounds[i].recv.peer >= 0 ? rounds[i].recv.count : 0;
+        size_t s = rounds[i].send.peer >= 0 ? rounds[i].send.count : 0;
+        longest = r > longest ? r : longest;
+        longest = s > longest ? s : longest;
+        if (rounds[i].action == SAMPI_RECV_REDUCE && r > scratch_elems)
+            scratch_elems = r;
+    }
+    size_t seg = (size_t)sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES) / ext;
+    if (seg == 0)
+        seg = 1;
+    if (ceil_div(longest ? longest : 1, seg) > MAX_SEGMENTS_PER_ROUND)
+        seg = ceil_div(longest, MAX_SEGMENTS_PER_ROUND); /* the tag has 16 segment bits */
+
+    char *scratch = scratch_elems ? sampi_comm_scratch(c, scratch_elems * ext) : NULL;
+    if (scratch_elems && !scratch)
+        return -ENOMEM;
+    if (a->sendbuf != MPI_IN_PLACE)
+        memcpy(a->recvbuf, a->sendbuf, a->count * ext);
+
+    uint64_t seq = c->seq++;
+    for (int i = 0; i < nrounds && !rc; i++) {
+        if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
+            continue;
+        rc = run_round(a, c->nd, seq, i, &rounds[i], seg, scratch, &st);
+    }
+    if (rc) {
+        c->broken = 1;
+        sampi_stat_add(&c->stats.errors, 1);
+        sampi_stat_add(&sampi_process_stats.errors, 1);
+    }
+    free(st.reqs);
+    free(st.pending);
+    free(st.reduced);
+    return rc;
+}
+
+int sampi_execute_schedule(const struct sampi_coll_args *a, sampi_schedule_builder build,
+                           sampi_schedule_rounds rounds_of)
+{
+    struct sampi_comm *c = a->state;
+    int max = rounds_of(c->size);
+    struct sampi_round stack_rounds[64];
+    struct sampi_round *rounds = max <= 64 ? stack_rounds : malloc((size_t)max * sizeof(*rounds));
+    if (!rounds)
+        return -ENOMEM;
+    int n = build(c->size, c->rank, a->count, rounds, max);
+    int rc = n < 0 ? n : sampi_execute_rounds(a, rounds, n);
+    if (rounds != stack_rounds)
+        free(rounds);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/*
+ * executor.h - runs a schedule (schedule.h) over the communicator's netdev.
+ */
+#ifndef SAMPI_EXECUTOR_H
+#define SAMPI_EXECUTOR_H
+
+#include "algos.h"
+#include "schedule.h"
+
+typedef int (*sampi_schedule_builder)(int p, int rank, size_t count, struct sampi_round *rounds,
+                                      int max_rounds);
+typedef int (*sampi_schedule_rounds)(int p);
+
+/* Copy sendbuf to recvbuf (unless in place), build this rank's schedule and
+ * run it: per round, post every segment's receive and send, and reduce or
+ * copy each received segment as it lands.  0 or a negative errno. */
+int sampi_execute_schedule(const struct sampi_coll_args *args, sampi_schedule_builder build,
+                           sampi_schedule_rounds rounds);
+
+/* Run already built rounds (for algorithms that build their own). */
+int sampi_execute_rounds(const struct sampi_coll_args *args, const struct sampi_round *rounds,
+                         int nrounds);
+
+#endif

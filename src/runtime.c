@@ -1,0 +1,87 @@
+/*
+ * runtime.c - start-up and shutdown.
+ *
+ * The registry is ready before MPI_Init (MPI_T tools start first), so it is
+ * loaded once on first use from any entry point.  The MPI-dependent part (the
+ * attribute keyval, the rank for log lines) is set up once MPI is initialised:
+ * from our MPI_Init, or lazily from the first MPI_Allreduce when the program
+ * initialised through a path we do not wrap (Open MPI's Fortran MPI_INIT calls
+ * PMPI_Init directly).
+ */
+#include "comm.h"
+#include "sampi_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int mpi_ready;
+
+static void load_config(void)
+{
+    sampi_config_load();
+}
+
+void sampi_runtime_init(void)
+{
+    pthread_once(&config_once, load_config);
+}
+
+int sampi_runtime_mpi_ready(void)
+{
+    if (atomic_load_explicit(&mpi_ready, memory_order_acquire))
+        return 1;
+    int initialized = 0, finalized = 0;
+    PMPI_Initialized(&initialized);
+    PMPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return 0;
+    sampi_runtime_init();
+    pthread_mutex_lock(&mpi_lock);
+    if (!atomic_load(&mpi_ready)) {
+        int rank = 0, size = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        PMPI_Comm_size(MPI_COMM_WORLD, &size);
+        sampi_log_set_rank(rank);
+        if (sampi_comm_init() == 0) {
+            atomic_store_explicit(&mpi_ready, 1, memory_order_release);
+            if (rank == 0) {
+                char algo[64], nd[64];
+                sampi_log(SAMPI_LOG_INFO, "SAMPI active on %d ranks: algorithm=%s netdev=%s", size,
+                          sampi_cvar_text(SAMPI_CVAR_ALGORITHM, algo, sizeof(algo)),
+                          sampi_cvar_text(SAMPI_CVAR_NETDEV, nd, sizeof(nd)));
+            }
+        }
+    }
+    pthread_mutex_unlock(&mpi_lock);
+    return atomic_load(&mpi_ready);
+}
+
+void sampi_runtime_fini(void)
+{
+    if (!atomic_load(&mpi_ready))
+        return;
+    sampi_stats_log_summary();
+    sampi_comm_free_all();
+    atomic_store(&mpi_ready, 0);
+}
+
+int sampi_errno_to_mpi(int neg_errno)
+{
+    if (neg_errno <= -SAMPI_EHANDLED)
+        return -neg_errno - SAMPI_EHANDLED;
+    static const struct {
+        int err;
+        int mpi_class;
+    } map[] = {
+        {ENOMEM, MPI_ERR_NO_MEM}, {EINVAL, MPI_ERR_ARG},    {ENOTSUP, MPI_ERR_ARG},
+        {ETIMEDOUT, MPI_ERR_OTHER}, {EMSGSIZE, MPI_ERR_COUNT}, {EIO, MPI_ERR_OTHER},
+        {EFAULT, MPI_ERR_BUFFER},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (map[i].err == -neg_errno)
+            return map[i].mpi_class;
+    return MPI_ERR_INTERN;
+}

@@ -1,0 +1,38 @@
+/*
+ * sampi_internal.h - what every part of the library may use: the registry,
+ * logging, and the error convention.
+ *
+ * Internally errors are negative errno values; they become MPI error classes
+ * only at the PMPI boundary (pmpi_wrap/), through sampi_errno_to_mpi.
+ */
+#ifndef SAMPI_INTERNAL_H
+#define SAMPI_INTERNAL_H
+
+#include "config.h"
+#include "log.h"
+
+#include <mpi.h>
+
+/* MPI error class for a negative errno returned by the library. */
+int sampi_errno_to_mpi(int neg_errno);
+
+/* Errors that Open MPI already reported through the error handler (for
+ * example from PMPI_Allreduce) travel as -(SAMPI_EHANDLED + class), so that
+ * the boundary returns the class without invoking the handler a second time. */
+#define SAMPI_EHANDLED 100000
+static inline int sampi_error_handled(int mpi_class)
+{
+    return -(SAMPI_EHANDLED + mpi_class);
+}
+
+/* One-time start-up and shutdown of the library (runtime.c).  Init is
+ * idempotent and cheap after the first call; it does not need MPI. */
+void sampi_runtime_init(void);
+/* True once MPI is initialised (and not finalised) and SAMPI's MPI-side state
+ * is set up; sets it up on first use.  SAMPI stays out of the way otherwise. */
+int sampi_runtime_mpi_ready(void);
+/* Releases every communicator's data path; called from MPI_Finalize before
+ * PMPI_Finalize. */
+void sampi_runtime_fini(void);
+
+#endif
