@@ -6,7 +6,7 @@
 #include <string.h>
 
 const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT] = {
-#define SAMPI_ALGO(id_, name_, caps_, run_, desc_)                                                  \
+#define SAMPI_ALGO(id_, name_, caps_, run_, desc_)                                                 \
     [SAMPI_ALGO_##id_] = {                                                                         \
         .id = SAMPI_ALGO_##id_, .name = name_, .caps = caps_, .run = run_, .description = desc_},
 #include "algos.def"

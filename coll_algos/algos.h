@@ -16,15 +16,15 @@ struct sampi_comm;
 /* Capabilities, in the spirit of MPICH's `restrictions:`.  The selection code
  * checks a call against them; an algorithm's run function may assume them. */
 enum sampi_algo_caps {
-    SAMPI_CAP_EXACT = 1u << 0,             /* every rank gets identical, exact bits */
-    SAMPI_CAP_APPROX = 1u << 1,            /* may drop data; opt-in only */
-    SAMPI_CAP_COMMUTATIVE_ONLY = 1u << 2,  /* reorders operands */
-    SAMPI_CAP_BUILTIN_OP_ONLY = 1u << 3,   /* reduces with SAMPI's own kernels */
-    SAMPI_CAP_NEEDS_STRAGGLER = 1u << 4,   /* needs an agreed straggler rank */
-    SAMPI_CAP_NEEDS_SLOWDOWNS = 1u << 5,   /* needs agreed per-rank slowdown factors */
-    SAMPI_CAP_NEEDS_DATAGRAM = 1u << 6,    /* needs a datagram netdev */
-    SAMPI_CAP_IN_PLACE = 1u << 7,          /* accepts MPI_IN_PLACE */
-    SAMPI_CAP_AUTO = 1u << 8,              /* `auto` may choose it */
+    SAMPI_CAP_EXACT = 1u << 0,            /* every rank gets identical, exact bits */
+    SAMPI_CAP_APPROX = 1u << 1,           /* may drop data; opt-in only */
+    SAMPI_CAP_COMMUTATIVE_ONLY = 1u << 2, /* reorders operands */
+    SAMPI_CAP_BUILTIN_OP_ONLY = 1u << 3,  /* reduces with SAMPI's own kernels */
+    SAMPI_CAP_NEEDS_STRAGGLER = 1u << 4,  /* needs an agreed straggler rank */
+    SAMPI_CAP_NEEDS_SLOWDOWNS = 1u << 5,  /* needs agreed per-rank slowdown factors */
+    SAMPI_CAP_NEEDS_DATAGRAM = 1u << 6,   /* needs a datagram netdev */
+    SAMPI_CAP_IN_PLACE = 1u << 7,         /* accepts MPI_IN_PLACE */
+    SAMPI_CAP_AUTO = 1u << 8,             /* `auto` may choose it */
 };
 
 enum sampi_algo_id {

@@ -10,7 +10,6 @@
 #include "algos.h"
 #include "sampi_internal.h"
 
-
 int sampi_allreduce_native(const struct sampi_coll_args *a)
 {
     int rc = PMPI_Allreduce(a->sendbuf, a->recvbuf, (int)a->count, a->datatype, a->mpi_op, a->comm);

@@ -62,8 +62,7 @@ static void blocks(size_t count, int nb, int b0, int b1, struct sampi_xfer *x, i
     x->peer = x->count ? peer : -1;
 }
 
-int sampi_rhd_schedule(int p, int rank, size_t count, struct sampi_round *rounds,
-                       int max_rounds)
+int sampi_rhd_schedule(int p, int rank, size_t count, struct sampi_round *rounds, int max_rounds)
 {
     if (p < 2 || rank < 0 || rank >= p)
         return -EINVAL;

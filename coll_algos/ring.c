@@ -33,8 +33,8 @@ int sampi_ring_rounds(int p)
     return 2 * (p - 1);
 }
 
-static void set_round(struct sampi_round *rd, int p, size_t count, int to, int send_block,
-                      int from, int recv_block, enum sampi_recv_action action)
+static void set_round(struct sampi_round *rd, int p, size_t count, int to, int send_block, int from,
+                      int recv_block, enum sampi_recv_action action)
 {
     sampi_block_range(count, p, send_block, &rd->send.offset, &rd->send.count);
     sampi_block_range(count, p, recv_block, &rd->recv.offset, &rd->recv.count);
@@ -44,8 +44,7 @@ static void set_round(struct sampi_round *rd, int p, size_t count, int to, int s
     rd->action = action;
 }
 
-int sampi_ring_schedule(int p, int rank, size_t count, struct sampi_round *rounds,
-                        int max_rounds)
+int sampi_ring_schedule(int p, int rank, size_t count, struct sampi_round *rounds, int max_rounds)
 {
     if (p < 2 || rank < 0 || rank >= p)
         return -EINVAL;
@@ -53,8 +52,8 @@ int sampi_ring_schedule(int p, int rank, size_t count, struct sampi_round *round
         return -ENOSPC;
     int next = (rank + 1) % p, prev = (rank + p - 1) % p, n = 0;
     for (int k = 0; k < p - 1; k++)
-        set_round(&rounds[n++], p, count, next, (rank - k + p) % p, prev, (rank - k - 1 + 2 * p) % p,
-                  SAMPI_RECV_REDUCE);
+        set_round(&rounds[n++], p, count, next, (rank - k + p) % p, prev,
+                  (rank - k - 1 + 2 * p) % p, SAMPI_RECV_REDUCE);
     for (int k = 0; k < p - 1; k++)
         set_round(&rounds[n++], p, count, next, (rank + 1 - k + p) % p, prev, (rank - k + p) % p,
                   SAMPI_RECV_COPY);

@@ -34,8 +34,7 @@ struct sampi_round {
 
 /* Block b of `count` elements cut into `nblocks` near-equal blocks (the first
  * count % nblocks blocks are one element longer). */
-static inline void sampi_block_range(size_t count, int nblocks, int b, size_t *offset,
-                                     size_t *len)
+static inline void sampi_block_range(size_t count, int nblocks, int b, size_t *offset, size_t *len)
 {
     size_t base = count / (size_t)nblocks, extra = count % (size_t)nblocks, ub = (size_t)b;
     *offset = ub * base + (ub < extra ? ub : extra);
@@ -48,9 +47,7 @@ int sampi_rhd_rounds(int p);
 
 /* Fill rounds[0..n) for `rank`; returns n, or -EINVAL for p < 2 or a bad rank,
  * or -ENOSPC when max_rounds is too small. */
-int sampi_ring_schedule(int p, int rank, size_t count, struct sampi_round *rounds,
-                        int max_rounds);
-int sampi_rhd_schedule(int p, int rank, size_t count, struct sampi_round *rounds,
-                       int max_rounds);
+int sampi_ring_schedule(int p, int rank, size_t count, struct sampi_round *rounds, int max_rounds);
+int sampi_rhd_schedule(int p, int rank, size_t count, struct sampi_round *rounds, int max_rounds);
 
 #endif

@@ -77,8 +77,8 @@ static void mpi_close(struct sampi_netdev *base)
     free(nd);
 }
 
-static int mpi_isend(struct sampi_netdev *base, const void *buf, size_t len, int peer,
-                     uint64_t tag, sampi_netdev_req_t *req)
+static int mpi_isend(struct sampi_netdev *base, const void *buf, size_t len, int peer, uint64_t tag,
+                     sampi_netdev_req_t *req)
 {
     struct mpi_netdev *nd = (struct mpi_netdev *)base;
     req->done = 0;

@@ -69,7 +69,7 @@ struct sampi_netdev {
 };
 
 /* Tag layout: call sequence number (high), round (middle), segment (low). */
-#define SAMPI_TAG_SEG_BITS 16
+#define SAMPI_TAG_SEG_BITS   16
 #define SAMPI_TAG_ROUND_BITS 20
 static inline uint64_t sampi_netdev_tag(uint64_t seq, unsigned round, unsigned seg)
 {

@@ -58,7 +58,8 @@ void ompi_finalize_f(MPI_Fint *ierr)
         *ierr = (MPI_Fint)rc;
 }
 
-#define SAMPI_FORTRAN_FINALIZE_ALIAS(name) void name(MPI_Fint *) __attribute__((alias("ompi_finalize_f")))
+#define SAMPI_FORTRAN_FINALIZE_ALIAS(name)                                                         \
+    void name(MPI_Fint *) __attribute__((alias("ompi_finalize_f")))
 SAMPI_FORTRAN_FINALIZE_ALIAS(mpi_finalize_);
 SAMPI_FORTRAN_FINALIZE_ALIAS(mpi_finalize__);
 SAMPI_FORTRAN_FINALIZE_ALIAS(mpi_finalize);

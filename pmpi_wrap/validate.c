@@ -20,8 +20,8 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                        struct sampi_coll_args *a, int *why, int *rc)
 {
-    if (comm == MPI_COMM_NULL || op == MPI_OP_NULL || datatype == MPI_DATATYPE_NULL ||
-        count < 0 || recvbuf == MPI_IN_PLACE || sendbuf == recvbuf)
+    if (comm == MPI_COMM_NULL || op == MPI_OP_NULL || datatype == MPI_DATATYPE_NULL || count < 0 ||
+        recvbuf == MPI_IN_PLACE || sendbuf == recvbuf)
         return SAMPI_CHECK_TO_PMPI;
 
     int inter = 0, size = 0;

@@ -10,11 +10,11 @@
 
 /* Outcome of checking an MPI_Allreduce call. */
 enum sampi_check {
-    SAMPI_CHECK_OK,        /* valid and eligible: args filled in */
-    SAMPI_CHECK_TO_PMPI,   /* let PMPI_Allreduce handle it (an error Open MPI reports
-                            * itself, in its own order, through the right handler) */
+    SAMPI_CHECK_OK,         /* valid and eligible: args filled in */
+    SAMPI_CHECK_TO_PMPI,    /* let PMPI_Allreduce handle it (an error Open MPI reports
+                             * itself, in its own order, through the right handler) */
     SAMPI_CHECK_INELIGIBLE, /* valid, but not for SAMPI: *why says why */
-    SAMPI_CHECK_ANSWERED,  /* an error SAMPI reported itself; *rc holds the class */
+    SAMPI_CHECK_ANSWERED,   /* an error SAMPI reported itself; *rc holds the class */
 };
 
 /* Validate like Open MPI and decide eligibility.  On SAMPI_CHECK_OK fills

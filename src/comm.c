@@ -129,8 +129,7 @@ int sampi_comm_open_netdev(struct sampi_comm *c)
         rc = sampi_netdev_mpi_ops.open(c->comm, &c->nd);
     }
     if (!rc)
-        sampi_log(SAMPI_LOG_SETUP, "communicator of size %d: netdev %s", c->size,
-                  c->nd->ops->name);
+        sampi_log(SAMPI_LOG_SETUP, "communicator of size %d: netdev %s", c->size, c->nd->ops->name);
     return rc;
 }
 

@@ -23,14 +23,14 @@ struct sampi_comm {
     int forced_algo;   /* -1: follow sampi_algorithm */
     int forced_netdev; /* -1: follow sampi_netdev */
     struct sampi_netdev *nd;
-    int nd_tried;                 /* the data path was set up (or failed) */
-    int broken;                   /* an error left messages in flight: use PMPI */
-    int mismatch;                 /* ranks disagree on the configuration: use PMPI */
-    _Atomic int last_algo;        /* -1 before the first call */
-    uint64_t seq;                 /* calls that used the data path */
-    void *scratch;                /* receive buffer for reductions */
+    int nd_tried;          /* the data path was set up (or failed) */
+    int broken;            /* an error left messages in flight: use PMPI */
+    int mismatch;          /* ranks disagree on the configuration: use PMPI */
+    _Atomic int last_algo; /* -1 before the first call */
+    uint64_t seq;          /* calls that used the data path */
+    void *scratch;         /* receive buffer for reductions */
     size_t scratch_size;
-    unsigned warned;              /* fallback reasons already reported (bit per reason) */
+    unsigned warned; /* fallback reasons already reported (bit per reason) */
     struct sampi_stats stats;
     struct sampi_comm *prev, *next; /* every live state, for MPI_Finalize */
 };

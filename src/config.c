@@ -147,8 +147,10 @@ int sampi_cvar_parse(enum sampi_cvar_id id, const char *text, long long *value, 
             *value = 0;
             return 0;
         }
-        snprintf(err, errlen, "sampi_%s: '%s' is not a boolean (accepted: 1, 0, true, false, "
-                              "yes, no, on, off)", d->name, text);
+        snprintf(err, errlen,
+                 "sampi_%s: '%s' is not a boolean (accepted: 1, 0, true, false, "
+                 "yes, no, on, off)",
+                 d->name, text);
         return -EINVAL;
     case SAMPI_CVAR_TYPE_ENUM: {
         int i = sampi_cvar_enum_index(id, text);

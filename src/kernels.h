@@ -27,8 +27,8 @@ enum sampi_elem {
     SAMPI_ELEM_F32,
     SAMPI_ELEM_F64,
     SAMPI_ELEM_LDBL,
-    SAMPI_ELEM_C32, /* float _Complex */
-    SAMPI_ELEM_C64, /* double _Complex */
+    SAMPI_ELEM_C32,   /* float _Complex */
+    SAMPI_ELEM_C64,   /* double _Complex */
     SAMPI_ELEM_CLDBL, /* long double _Complex */
     /* value/index pairs for MINLOC and MAXLOC, laid out as the C structs
      * { value; index; } with the platform's natural alignment */
@@ -38,7 +38,7 @@ enum sampi_elem {
     SAMPI_ELEM_PAIR_INT_INT,
     SAMPI_ELEM_PAIR_SHORT_INT,
     SAMPI_ELEM_PAIR_LDBL_INT,
-    SAMPI_ELEM_PAIR_FLOAT_FLOAT, /* MPI_2REAL */
+    SAMPI_ELEM_PAIR_FLOAT_FLOAT,   /* MPI_2REAL */
     SAMPI_ELEM_PAIR_DOUBLE_DOUBLE, /* MPI_2DOUBLE_PRECISION */
     SAMPI_ELEM__COUNT
 };

@@ -15,7 +15,7 @@ void sampi_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 int sampi_log_enabled(int level);
 void sampi_log_set_rank(int rank);
 
-#define sampi_log_warn(...) sampi_log(SAMPI_LOG_WARN, __VA_ARGS__)
+#define sampi_log_warn(...)  sampi_log(SAMPI_LOG_WARN, __VA_ARGS__)
 #define sampi_log_error(...) sampi_log(SAMPI_LOG_WARN, __VA_ARGS__)
 
 #endif

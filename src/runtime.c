@@ -76,7 +76,7 @@ int sampi_errno_to_mpi(int neg_errno)
         int err;
         int mpi_class;
     } map[] = {
-        {ENOMEM, MPI_ERR_NO_MEM}, {EINVAL, MPI_ERR_ARG},    {ENOTSUP, MPI_ERR_ARG},
+        {ENOMEM, MPI_ERR_NO_MEM},   {EINVAL, MPI_ERR_ARG},     {ENOTSUP, MPI_ERR_ARG},
         {ETIMEDOUT, MPI_ERR_OTHER}, {EMSGSIZE, MPI_ERR_COUNT}, {EIO, MPI_ERR_OTHER},
         {EFAULT, MPI_ERR_BUFFER},
     };

@@ -19,8 +19,7 @@ enum sampi_algo_id sampi_select_auto(size_t bytes, int comm_size)
         const struct sampi_select_rule *r = &sampi_auto_rules[i];
         if (comm_size < r->min_ranks)
             continue;
-        if (r->max_bytes == SAMPI_CVAR__COUNT ||
-            (long long)bytes <= sampi_cvar_int(r->max_bytes))
+        if (r->max_bytes == SAMPI_CVAR__COUNT || (long long)bytes <= sampi_cvar_int(r->max_bytes))
             return r->algo;
     }
     return SAMPI_ALGO_NATIVE;

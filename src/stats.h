@@ -16,12 +16,12 @@
 
 /* Why a call went to PMPI_Allreduce instead of a SAMPI algorithm. */
 enum sampi_fallback_reason {
-    SAMPI_FALLBACK_DATATYPE,   /* not a predefined datatype SAMPI reduces */
-    SAMPI_FALLBACK_OP,         /* user-defined op, or op not defined on the type */
-    SAMPI_FALLBACK_COMM,       /* intercommunicator or a single rank */
+    SAMPI_FALLBACK_DATATYPE,    /* not a predefined datatype SAMPI reduces */
+    SAMPI_FALLBACK_OP,          /* user-defined op, or op not defined on the type */
+    SAMPI_FALLBACK_COMM,        /* intercommunicator or a single rank */
     SAMPI_FALLBACK_COUNT_LARGE, /* count x extent beyond what the data path takes */
-    SAMPI_FALLBACK_BROKEN,     /* an earlier error left the communicator's data path unusable */
-    SAMPI_FALLBACK_MISMATCH,   /* ranks were configured differently */
+    SAMPI_FALLBACK_BROKEN,      /* an earlier error left the communicator's data path unusable */
+    SAMPI_FALLBACK_MISMATCH,    /* ranks were configured differently */
     SAMPI_FALLBACK__COUNT
 };
 

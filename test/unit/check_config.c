@@ -1,0 +1,184 @@
+/*
+ * check_config.c - the control-variable registry: parsing, errors that name
+ * the variable and the accepted values, environment loading and precedence.
+ */
+#include "algos.h"
+#include "config.h"
+#include "netdev.h"
+#include "pin.h"
+#include "suites.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char err[600];
+
+static long long parse_ok(enum sampi_cvar_id id, const char *text)
+{
+    long long v = -12345;
+    int rc = sampi_cvar_parse(id, text, &v, err, sizeof(err));
+    ck_assert_msg(rc == 0, "'%s' rejected: %s", text, err);
+    return v;
+}
+
+static void parse_bad(enum sampi_cvar_id id, const char *text, const char *must_mention)
+{
+    long long v = 0;
+    err[0] = '\0';
+    ck_assert_int_eq(sampi_cvar_parse(id, text, &v, err, sizeof(err)), -EINVAL);
+    ck_assert_msg(strstr(err, sampi_cvar_descs[id].name), "error does not name the variable: %s",
+                  err);
+    if (must_mention)
+        ck_assert_msg(strstr(err, must_mention), "error '%s' does not mention '%s'", err,
+                      must_mention);
+}
+
+START_TEST(every_default_parses)
+{
+    for (int id = 0; id < SAMPI_CVAR__COUNT; id++)
+        parse_ok(id, sampi_cvar_descs[id].default_text);
+}
+END_TEST
+
+START_TEST(sizes_take_suffixes)
+{
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_RHD_MAX_BYTES, "4096"), 4096);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_RHD_MAX_BYTES, "1k"), 1024);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_RHD_MAX_BYTES, "2M"), 2 << 20);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_RHD_MAX_BYTES, "3g"), 3LL << 30);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_RHD_MAX_BYTES, "4KiB"), 4096);
+    parse_bad(SAMPI_CVAR_RHD_MAX_BYTES, "12x", "byte count");
+    parse_bad(SAMPI_CVAR_RHD_MAX_BYTES, "-1", NULL);
+    parse_bad(SAMPI_CVAR_RHD_MAX_BYTES, "", NULL);
+    parse_bad(SAMPI_CVAR_RHD_MAX_BYTES, "99999999999999999999", NULL);
+    parse_bad(SAMPI_CVAR_SEGMENT_BYTES, "100", "1024"); /* below the minimum */
+}
+END_TEST
+
+START_TEST(integers_are_range_checked)
+{
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_VERBOSE, "3"), 3);
+    parse_bad(SAMPI_CVAR_VERBOSE, "4", "[0, 3]");
+    parse_bad(SAMPI_CVAR_VERBOSE, "1.5", NULL);
+    parse_bad(SAMPI_CVAR_TIMEOUT_MS, "-5", NULL);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_TIMEOUT_MS, "0"), 0);
+}
+END_TEST
+
+START_TEST(booleans)
+{
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "yes"), 1);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "OFF"), 0);
+    parse_bad(SAMPI_CVAR_BUSY_POLL, "maybe", "true");
+}
+END_TEST
+
+START_TEST(enums_list_accepted_values)
+{
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_ALGORITHM, "ring"), SAMPI_ALGO_RING);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_ALGORITHM, "RHD"), SAMPI_ALGO_RHD);
+    parse_bad(SAMPI_CVAR_ALGORITHM, "tree", "auto, native, ring, rhd");
+    parse_bad(SAMPI_CVAR_NETDEV, "verbs", "mpi");
+    parse_bad(SAMPI_CVAR_FALLBACK, "loud", "silent, warn, error");
+}
+END_TEST
+
+START_TEST(enum_items_match_their_tables)
+{
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+        ck_assert_str_eq(sampi_algo_names[a], sampi_algos[a].name);
+        ck_assert_int_eq(sampi_algos[a].id, a);
+        ck_assert_ptr_eq(sampi_algo_find(sampi_algos[a].name), &sampi_algos[a]);
+    }
+    ck_assert_ptr_null(sampi_algo_names[SAMPI_ALGO__COUNT]);
+    ck_assert_ptr_null(sampi_algo_find("nope"));
+    /* every netdev item but auto names a compiled-in backend, and back */
+    int items = 0;
+    for (int i = 1; sampi_netdev_names[i]; i++, items++)
+        ck_assert_ptr_nonnull(sampi_netdev_find(sampi_netdev_names[i]));
+    int backends = 0;
+    for (int i = 0; sampi_netdev_backends[i]; i++, backends++)
+        ck_assert_int_ge(sampi_cvar_enum_index(SAMPI_CVAR_NETDEV, sampi_netdev_backends[i]->name),
+                         1);
+    ck_assert_int_eq(items, backends);
+}
+END_TEST
+
+START_TEST(environment_then_writes)
+{
+    setenv("SAMPI_ALGORITHM", "rhd", 1);
+    setenv("SAMPI_SEGMENT_BYTES", "64k", 1);
+    setenv("SAMPI_VERBOSE", "banana", 1); /* rejected: warning, default kept */
+    setenv("SAMPI_PIN", "3-1", 1);        /* rejected */
+    ck_assert_int_eq(sampi_config_load(), 2);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_ALGORITHM), SAMPI_ALGO_RHD);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES), 65536);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_VERBOSE), 0);
+    char buf[SAMPI_CVAR_STRING_MAX];
+    ck_assert_str_eq(sampi_cvar_text(SAMPI_CVAR_PIN, buf, sizeof(buf)), "auto");
+    /* a later write (the MPI_T path) wins over the environment */
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_ALGORITHM, "ring", err, sizeof(err)), 0);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_ALGORITHM), SAMPI_ALGO_RING);
+    /* a bad write changes nothing */
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_ALGORITHM, "bogus", err, sizeof(err)), -EINVAL);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_ALGORITHM), SAMPI_ALGO_RING);
+    ck_assert_str_eq(sampi_cvar_text(SAMPI_CVAR_ALGORITHM, buf, sizeof(buf)), "ring");
+    unsetenv("SAMPI_ALGORITHM");
+    unsetenv("SAMPI_SEGMENT_BYTES");
+    unsetenv("SAMPI_VERBOSE");
+    unsetenv("SAMPI_PIN");
+}
+END_TEST
+
+START_TEST(env_names)
+{
+    char buf[64];
+    ck_assert_str_eq(sampi_cvar_env_name(SAMPI_CVAR_NATIVE_MAX_BYTES, buf, sizeof(buf)),
+                     "SAMPI_NATIVE_MAX_BYTES");
+}
+END_TEST
+
+START_TEST(pattern_hash_tracks_pattern_only)
+{
+    sampi_config_load();
+    uint32_t h0 = sampi_config_pattern_hash();
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_VERBOSE, "2", err, sizeof(err)), 0);
+    ck_assert_uint_eq(sampi_config_pattern_hash(), h0);
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_SEGMENT_BYTES, "128k", err, sizeof(err)), 0);
+    ck_assert_uint_ne(sampi_config_pattern_hash(), h0);
+}
+END_TEST
+
+START_TEST(pin_lists)
+{
+    unsigned long long m;
+    ck_assert_int_eq(sampi_pin_parse_list("0,2-3", &m, err, sizeof(err)), 0);
+    ck_assert_uint_eq(m, 0xd);
+    ck_assert_int_eq(sampi_pin_parse_list("63", &m, err, sizeof(err)), 0);
+    ck_assert_uint_eq(m, 1ULL << 63);
+    const char *bad[] = {"", "a", "1-", "3-1", "64", "1,,2", "1;2", "-1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        ck_assert_msg(sampi_pin_parse_list(bad[i], &m, err, sizeof(err)) == -EINVAL,
+                      "'%s' accepted", bad[i]);
+    ck_assert_ptr_nonnull(strstr(err, "sampi_pin"));
+}
+END_TEST
+
+Suite *sampi_config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("registry");
+    tcase_add_test(tc, every_default_parses);
+    tcase_add_test(tc, sizes_take_suffixes);
+    tcase_add_test(tc, integers_are_range_checked);
+    tcase_add_test(tc, booleans);
+    tcase_add_test(tc, enums_list_accepted_values);
+    tcase_add_test(tc, enum_items_match_their_tables);
+    tcase_add_test(tc, environment_then_writes);
+    tcase_add_test(tc, env_names);
+    tcase_add_test(tc, pattern_hash_tracks_pattern_only);
+    tcase_add_test(tc, pin_lists);
+    suite_add_tcase(s, tc);
+    return s;
+}

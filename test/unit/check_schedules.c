@@ -1,0 +1,112 @@
+/*
+ * check_schedules.c - ring and rhd schedules for every p = 2..64 and the
+ * counts that exercise empty, short and uneven blocks, through the symbolic
+ * simulator.
+ */
+#include "schedule.h"
+#include "suites.h"
+#include "symsim.h"
+
+#include <errno.h>
+
+static const size_t extra_counts[] = {0, 1, 2, 3, 1000, 4099};
+
+static void check_all_counts(symsim_builder build, int (*rounds_of)(int), int p,
+                             int bandwidth_optimal)
+{
+    size_t counts[sizeof(extra_counts) / sizeof(extra_counts[0]) + 4] = {
+        (size_t)p - 1, (size_t)p, (size_t)p + 1, 3 * (size_t)p + 2};
+    size_t n = 4;
+    for (size_t i = 0; i < sizeof(extra_counts) / sizeof(extra_counts[0]); i++)
+        counts[n++] = extra_counts[i];
+    for (size_t i = 0; i < n; i++) {
+        struct symsim_result res;
+        symsim_run(build, rounds_of(p), p, counts[i], &res);
+        ck_assert_msg(res.ok, "p=%d count=%zu: %s", p, counts[i], res.error);
+        ck_assert_int_eq(res.nrounds, rounds_of(p));
+        if (bandwidth_optimal) {
+            /* 2(p-1) blocks of at most ceil(count/p) elements */
+            size_t block = (counts[i] + (size_t)p - 1) / (size_t)p;
+            ck_assert_uint_le(res.max_sent_elems, 2 * (size_t)(p - 1) * block);
+        }
+    }
+}
+
+START_TEST(ring_all_sizes)
+{
+    check_all_counts(sampi_ring_schedule, sampi_ring_rounds, _i, 1);
+}
+END_TEST
+
+START_TEST(rhd_all_sizes)
+{
+    check_all_counts(sampi_rhd_schedule, sampi_rhd_rounds, _i, 0);
+}
+END_TEST
+
+START_TEST(rhd_power_of_two_volume)
+{
+    /* without the fold, recursive halving moves (p-1)/p of the vector each way */
+    for (int p = 2; p <= 64; p *= 2) {
+        struct symsim_result res;
+        size_t count = 64 * 1024;
+        symsim_run(sampi_rhd_schedule, sampi_rhd_rounds(p), p, count, &res);
+        ck_assert_msg(res.ok, "p=%d: %s", p, res.error);
+        ck_assert_uint_eq(res.max_sent_elems, 2 * count / (size_t)p * (size_t)(p - 1));
+    }
+}
+END_TEST
+
+START_TEST(round_counts)
+{
+    ck_assert_int_eq(sampi_ring_rounds(2), 2);
+    ck_assert_int_eq(sampi_ring_rounds(7), 12);
+    ck_assert_int_eq(sampi_rhd_rounds(2), 4); /* empty fold + 1 + 1 + empty unfold */
+    ck_assert_int_eq(sampi_rhd_rounds(7), 6); /* fold + 2 + 2 + unfold */
+    ck_assert_int_eq(sampi_rhd_rounds(64), 14);
+}
+END_TEST
+
+START_TEST(builders_reject_bad_input)
+{
+    struct sampi_round r[200];
+    ck_assert_int_eq(sampi_ring_schedule(1, 0, 10, r, 200), -EINVAL);
+    ck_assert_int_eq(sampi_ring_schedule(4, 4, 10, r, 200), -EINVAL);
+    ck_assert_int_eq(sampi_ring_schedule(4, -1, 10, r, 200), -EINVAL);
+    ck_assert_int_eq(sampi_ring_schedule(4, 0, 10, r, 5), -ENOSPC);
+    ck_assert_int_eq(sampi_rhd_schedule(1, 0, 10, r, 200), -EINVAL);
+    ck_assert_int_eq(sampi_rhd_schedule(5, 0, 10, r, 3), -ENOSPC);
+}
+END_TEST
+
+START_TEST(block_ranges_tile_the_vector)
+{
+    for (int nb = 1; nb <= 17; nb++)
+        for (size_t count = 0; count <= 40; count++) {
+            size_t next = 0;
+            for (int b = 0; b < nb; b++) {
+                size_t off, len;
+                sampi_block_range(count, nb, b, &off, &len);
+                ck_assert_uint_eq(off, next);
+                ck_assert_uint_le(len, count / (size_t)nb + 1);
+                next = off + len;
+            }
+            ck_assert_uint_eq(next, count);
+        }
+}
+END_TEST
+
+Suite *sampi_schedules_suite(void)
+{
+    Suite *s = suite_create("schedules");
+    TCase *tc = tcase_create("symbolic");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, ring_all_sizes, 2, 65);
+    tcase_add_loop_test(tc, rhd_all_sizes, 2, 65);
+    tcase_add_test(tc, rhd_power_of_two_volume);
+    tcase_add_test(tc, round_counts);
+    tcase_add_test(tc, builders_reject_bad_input);
+    tcase_add_test(tc, block_ranges_tile_the_vector);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,14 @@
+/*
+ * suites.h - the Check suites of the unit test program (none calls MPI).
+ */
+#ifndef SAMPI_TEST_SUITES_H
+#define SAMPI_TEST_SUITES_H
+
+#include <check.h>
+
+Suite *sampi_kernels_suite(void);
+Suite *sampi_schedules_suite(void);
+Suite *sampi_config_suite(void);
+Suite *sampi_select_suite(void);
+
+#endif
