@@ -77,7 +77,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     a.state = c;
     if (c->broken)
         return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
-    if (c->mismatch)
+    if (sampi_comm_agree(c))
         return fall_back(c, SAMPI_FALLBACK_MISMATCH, sendbuf, recvbuf, count, datatype, op, comm);
 
     enum sampi_algo_id algo =
@@ -85,8 +85,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (algo != SAMPI_ALGO_NATIVE) {
         rc = sampi_comm_open_netdev(c);
         if (rc) /* the same answer on every rank: open is collective */
-            return fall_back(c, c->mismatch ? SAMPI_FALLBACK_MISMATCH : SAMPI_FALLBACK_BROKEN,
-                             sendbuf, recvbuf, count, datatype, op, comm);
+            return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
     }
     count_call(c, algo);
     log_call(&a, algo);

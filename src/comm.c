@@ -85,8 +85,11 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
 
 /* Everything that shapes the message pattern must match on all ranks;
  * comparing a hash with one MAX reduction of (h, -h) finds any difference. */
-static int agree_on_configuration(struct sampi_comm *c)
+int sampi_comm_agree(struct sampi_comm *c)
 {
+    if (c->agreed)
+        return c->mismatch ? -EINVAL : 0;
+    c->agreed = 1;
     uint32_t h = sampi_config_pattern_hash();
     h = h * 31u + (uint32_t)(c->forced_algo + 1);
     h = h * 31u + (uint32_t)(c->forced_netdev + 1);
@@ -118,9 +121,7 @@ int sampi_comm_open_netdev(struct sampi_comm *c)
     if (c->nd_tried)
         return c->nd ? 0 : -ENOTCONN;
     c->nd_tried = 1;
-    int rc = agree_on_configuration(c);
-    if (rc)
-        return rc;
+    int rc = 0;
     const struct sampi_netdev_ops *ops = choose_netdev(c);
     rc = ops->open(c->comm, &c->nd);
     if (rc && ops != &sampi_netdev_mpi_ops) {

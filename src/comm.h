@@ -25,6 +25,7 @@ struct sampi_comm {
     struct sampi_netdev *nd;
     int nd_tried;          /* the data path was set up (or failed) */
     int broken;            /* an error left messages in flight: use PMPI */
+    int agreed;            /* the configuration check has run */
     int mismatch;          /* ranks disagree on the configuration: use PMPI */
     _Atomic int last_algo; /* -1 before the first call */
     uint64_t seq;          /* calls that used the data path */
@@ -39,9 +40,14 @@ struct sampi_comm {
  * 0, or -ENOENT (no state and !create), -ENOMEM, -EINVAL (bad communicator). */
 int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out);
 
+/* At the first eligible call on c (collective: every rank makes that call):
+ * check that all ranks were configured alike.  0, or -EINVAL when they were
+ * not, after which the communicator uses PMPI (c->mismatch). */
+int sampi_comm_agree(struct sampi_comm *c);
+
 /* Open the data path if not done yet.  Collective: called by every rank for
- * the same call.  Also checks that all ranks were configured alike.  0, or a
- * negative errno; on failure the communicator uses PMPI from then on. */
+ * the same call.  0, or a negative errno; on failure the communicator uses
+ * PMPI from then on. */
 int sampi_comm_open_netdev(struct sampi_comm *c);
 
 /* A scratch buffer of at least `size` bytes owned by the state. */
