@@ -5,8 +5,11 @@
  * lookup (MPI_Datatype / MPI_Op handle -> the enums below) lives in dtype.c.
  *
  * A kernel computes inout[i] = in[i] OP inout[i] for i in [0, count).
- * Every predefined op is commutative, so argument order only matters for
- * MINLOC/MAXLOC ties, which MPI resolves by taking the smaller index.
+ * The buffers must not overlap (the pointers are restrict) and must be
+ * aligned for the element type; with count 0 no memory is touched.
+ * Every predefined op is commutative on ordinary values (MINLOC/MAXLOC ties
+ * take the smaller index); argument order shows only with NaN, or -0.0
+ * against +0.0, where the kernels follow Open MPI's base component.
  */
 #ifndef SAMPI_KERNELS_H
 #define SAMPI_KERNELS_H
