@@ -44,6 +44,8 @@ static int fall_back(struct sampi_comm *c, enum sampi_fallback_reason why, const
         return sampi_report_error(comm, rc);
     if (c)
         count_call(c, SAMPI_ALGO_NATIVE);
+    sampi_log(SAMPI_LOG_CALL, "allreduce algorithm=native netdev=none count=%d fallback=%s", count,
+              sampi_fallback_reason_names[why]);
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
@@ -61,20 +63,26 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     case SAMPI_CHECK_ANSWERED:
         return rc;
-    case SAMPI_CHECK_INELIGIBLE:
-        if (why != SAMPI_FALLBACK_COMM)
+    case SAMPI_CHECK_INELIGIBLE: {
+        int inter = 1;
+        PMPI_Comm_test_inter(comm, &inter);
+        if (!inter) /* intercommunicators get no state: SAMPI never runs on them */
             sampi_comm_get(comm, 1, &c);
         return fall_back(c, why, sendbuf, recvbuf, count, datatype, op, comm);
+    }
     case SAMPI_CHECK_OK:
         break;
     }
-    if (count == 0)
-        return MPI_SUCCESS; /* as Open MPI: nothing to reduce, no communication */
 
     rc = sampi_comm_get(comm, 1, &c);
     if (rc)
         return fall_back(NULL, SAMPI_FALLBACK_COMM, sendbuf, recvbuf, count, datatype, op, comm);
     a.state = c;
+    if (count == 0) { /* as Open MPI: nothing to reduce, no communication */
+        count_call(c, SAMPI_ALGO_NATIVE);
+        log_call(&a, SAMPI_ALGO_NATIVE);
+        return MPI_SUCCESS;
+    }
     if (c->broken)
         return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
     if (sampi_comm_agree(c))

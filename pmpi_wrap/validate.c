@@ -20,8 +20,11 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                        struct sampi_coll_args *a, int *why, int *rc)
 {
+    /* Open MPI skips its alias check for NULL (its MPI_BOTTOM) and would then
+     * read through NULL: that case is left to the NULL-buffer check below. */
+    int aliased = sendbuf == recvbuf && (sendbuf != NULL || count <= 0);
     if (comm == MPI_COMM_NULL || op == MPI_OP_NULL || datatype == MPI_DATATYPE_NULL || count < 0 ||
-        recvbuf == MPI_IN_PLACE || sendbuf == recvbuf)
+        recvbuf == MPI_IN_PLACE || aliased)
         return SAMPI_CHECK_TO_PMPI;
 
     int inter = 0, size = 0;

@@ -25,6 +25,7 @@ static void state_free(struct sampi_comm *c)
     if (c->nd)
         c->nd->ops->close(c->nd);
     free(c->scratch);
+    sampi_stats_release(&c->stats);
     free(c);
 }
 

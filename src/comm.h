@@ -11,10 +11,12 @@
 #ifndef SAMPI_COMM_H
 #define SAMPI_COMM_H
 
+#include "config.h"
 #include "netdev.h"
 #include "stats.h"
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct sampi_comm {
@@ -60,6 +62,26 @@ int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason wh
 
 /* The algorithm setting in force for c: its own, else sampi_algorithm. */
 int sampi_comm_algorithm_setting(const struct sampi_comm *c);
+
+/* The field holding c's override of control variable `id` (-1: follow the
+ * process-wide value), or NULL when `id` has none.  Every variable whose
+ * SAMPI_CVAR_INFO names an override has a row here (a unit test checks it);
+ * the MPI_T communicator-bound variants write these same fields, so they and
+ * sampi_comm_set_algorithm/sampi_comm_set_netdev are one setting. */
+static inline int *sampi_comm_override(struct sampi_comm *c, int id)
+{
+    static const struct {
+        int id;
+        size_t offset;
+    } fields[] = {
+        {SAMPI_CVAR_ALGORITHM, offsetof(struct sampi_comm, forced_algo)},
+        {SAMPI_CVAR_NETDEV, offsetof(struct sampi_comm, forced_netdev)},
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (fields[i].id == id)
+            return (int *)((char *)c + fields[i].offset);
+    return NULL;
+}
 
 /* MPI_Finalize: free every state (closes the data paths). */
 void sampi_comm_free_all(void);

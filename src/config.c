@@ -9,6 +9,8 @@
 #include "log.h"
 #include "pin.h"
 
+#include <mpi.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +35,18 @@ const struct sampi_cvar_desc sampi_cvar_descs[SAMPI_CVAR__COUNT] = {
                          .summary = sum,                                                           \
                          .description = desc},
 #include "cvars.def"
+#undef SAMPI_CVAR
+};
+
+const struct sampi_cvar_info sampi_cvar_infos[SAMPI_CVAR__COUNT] = {
+#define SAMPI_CVAR(...)
+#define SAMPI_CVAR_INFO(id, verb, sc, cm)                                                          \
+    [SAMPI_CVAR_##id] = {.present = 1,                                                             \
+                         .verbosity = MPI_T_VERBOSITY_##verb,                                      \
+                         .scope = MPI_T_SCOPE_##sc,                                                \
+                         .comm = SAMPI_CVAR_COMM_##cm},
+#include "cvars.def"
+#undef SAMPI_CVAR_INFO
 #undef SAMPI_CVAR
 };
 

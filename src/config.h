@@ -41,6 +41,24 @@ struct sampi_cvar_desc {
 
 extern const struct sampi_cvar_desc sampi_cvar_descs[SAMPI_CVAR__COUNT];
 
+/* Whether a variable has a per-communicator override (the MPI_T variant
+ * "sampi_comm_<name>" bound to MPI_T_BIND_MPI_COMM), and when it may be set. */
+enum sampi_cvar_comm_override {
+    SAMPI_CVAR_COMM_NONE,
+    SAMPI_CVAR_COMM_ANYTIME,    /* applies from the next call on the communicator */
+    SAMPI_CVAR_COMM_BEFORE_USE, /* only before the communicator's first call */
+};
+
+/* MPI_T metadata of a variable (SAMPI_CVAR_INFO in cvars.def). */
+struct sampi_cvar_info {
+    int present;   /* the entry has a SAMPI_CVAR_INFO line */
+    int verbosity; /* MPI_T_VERBOSITY_* */
+    int scope;     /* MPI_T_SCOPE_* */
+    enum sampi_cvar_comm_override comm;
+};
+
+extern const struct sampi_cvar_info sampi_cvar_infos[SAMPI_CVAR__COUNT];
+
 /* Enum item lists referenced from cvars.def. */
 extern const char *const sampi_algo_names[];
 extern const char *const sampi_netdev_names[];

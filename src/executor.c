@@ -23,12 +23,17 @@
 
 enum { MAX_SEGMENTS_PER_ROUND = 1 << SAMPI_TAG_SEG_BITS };
 
+/* A first receive that completes within this long after it was posted was
+ * waiting for the transfer, not for a late peer. */
+#define LATE_THRESHOLD_NS 50000
+
 static size_t ceil_div(size_t a, size_t b)
 {
     return (a + b - 1) / b;
 }
 
 struct round_state {
+    int64_t first_wait_ns;    /* posting to the first received segment; -1: none yet */
     sampi_netdev_req_t *reqs; /* receives first, then sends */
     sampi_netdev_req_t **pending;
     unsigned char *reduced; /* per receive segment */
@@ -93,6 +98,7 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
             goto fail;
     }
 
+    int64_t posted_at = sampi_now_ns();
     int64_t deadline = deadline_from_now();
     size_t left = posted;
     while (left) {
@@ -120,6 +126,8 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
             if (i < nrecv && !st->reduced[i]) {
                 st->reduced[i] = 1;
                 progressed = 1;
+                if (st->first_wait_ns < 0)
+                    st->first_wait_ns = sampi_now_ns() - posted_at;
                 if (rd->action == SAMPI_RECV_REDUCE) {
                     size_t off = i * seg;
                     size_t len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
@@ -148,7 +156,8 @@ int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_rou
                          int nrounds)
 {
     struct sampi_comm *c = a->state;
-    struct round_state st = {0};
+    struct round_state st = {.first_wait_ns = -1};
+    int first_peer = -1;
     const size_t ext = a->dt.extent;
     int rc = 0;
 
@@ -177,8 +186,16 @@ int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_rou
     for (int i = 0; i < nrounds && !rc; i++) {
         if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
             continue;
+        if (first_peer < 0)
+            first_peer = rounds[i].recv.peer;
         rc = run_round(a, c->nd, seq, i, &rounds[i], seg, scratch, &st);
     }
+    /* Arrival as this rank sees it: how long its first receive waited for the
+     * peer it hears from first.  Only the rank next to a late rank sees the
+     * lateness directly; the pvars say so. */
+    if (!rc && st.first_wait_ns >= 0)
+        sampi_stats_note_arrival(c, st.first_wait_ns >= LATE_THRESHOLD_NS ? first_peer : -1,
+                                 st.first_wait_ns);
     if (rc) {
         c->broken = 1;
         sampi_stat_add(&c->stats.errors, 1);

@@ -2,9 +2,11 @@
  * stats.c - process-wide counters and their summary line.
  */
 #include "stats.h"
+#include "comm.h"
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 const char *const sampi_fallback_reason_names[SAMPI_FALLBACK__COUNT] = {
     [SAMPI_FALLBACK_DATATYPE] = "datatype", [SAMPI_FALLBACK_OP] = "op",
@@ -34,4 +36,56 @@ void sampi_stats_log_summary(void)
                  (unsigned long long)sampi_stat_get(&sampi_process_stats.bytes_received),
                  (unsigned long long)sampi_stat_get(&sampi_process_stats.errors));
     sampi_log(SAMPI_LOG_INFO, "%s", line);
+}
+
+static void raise_to(_Atomic uint64_t *c, uint64_t v)
+{
+    uint64_t old = atomic_load_explicit(c, memory_order_relaxed);
+    while (v > old && !atomic_compare_exchange_weak_explicit(c, &old, v, memory_order_relaxed,
+                                                             memory_order_relaxed))
+        ;
+}
+
+_Atomic uint64_t *sampi_stats_peer_late(struct sampi_comm *c, int create)
+{
+    _Atomic uint64_t *p = atomic_load_explicit(&c->stats.peer_late, memory_order_acquire);
+    if (p || !create || c->size <= 0)
+        return p;
+    _Atomic uint64_t *fresh = calloc((size_t)c->size, sizeof(*fresh));
+    if (!fresh)
+        return NULL;
+    /* An MPI_T reader on another thread may allocate at the same time. */
+    if (!atomic_compare_exchange_strong_explicit(&c->stats.peer_late, &p, fresh,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        free(fresh);
+        return p;
+    }
+    return fresh;
+}
+
+void sampi_stats_note_arrival(struct sampi_comm *c, int peer, int64_t late_ns)
+{
+    uint64_t late = late_ns > 0 ? (uint64_t)late_ns : 0;
+    struct sampi_stats *const targets[] = {&c->stats, &sampi_process_stats};
+    for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+        sampi_stat_add(&targets[i]->arrival_samples, 1);
+        sampi_stat_add(&targets[i]->arrival_skew_sum_ns, late);
+        raise_to(&targets[i]->arrival_skew_max_ns, late);
+    }
+    if (peer < 0 || peer >= c->size)
+        return;
+    _Atomic uint64_t *counts = sampi_stats_peer_late(c, 1);
+    if (!counts)
+        return;
+    uint64_t n = atomic_fetch_add_explicit(&counts[peer], 1, memory_order_relaxed) + 1;
+    /* Only the thread running the collective on c writes the mode, so a
+     * compare against the current leader is enough. */
+    int mode = atomic_load_explicit(&c->stats.late_rank_mode1, memory_order_relaxed) - 1;
+    if (mode < 0 || (mode != peer && n > sampi_stat_get(&counts[mode])))
+        atomic_store_explicit(&c->stats.late_rank_mode1, peer + 1, memory_order_relaxed);
+}
+
+void sampi_stats_release(struct sampi_stats *s)
+{
+    free((void *)atomic_exchange(&s->peer_late, NULL));
 }

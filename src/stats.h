@@ -33,6 +33,18 @@ struct sampi_stats {
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
     _Atomic uint64_t errors;
+    /* Arrival of the ranks, as the data path observes it: see
+     * sampi_stats_note_arrival. */
+    _Atomic uint64_t arrival_samples;     /* calls with an observation */
+    _Atomic uint64_t arrival_skew_sum_ns; /* sum of the late ranks' delays */
+    _Atomic uint64_t arrival_skew_max_ns; /* largest delay seen */
+    /* Per communicator only.  Rank observed last most often, plus one, so
+     * that a zeroed struct means "none yet". */
+    _Atomic int late_rank_mode1;
+    /* Per communicator only: how often each rank was observed last, one
+     * entry per rank; allocated at the first observation (or the first MPI_T
+     * handle on it), freed by sampi_stats_release. */
+    _Atomic uint64_t *_Atomic peer_late;
 };
 
 /* The whole process: every communicator's counters are added here too. */
@@ -50,5 +62,22 @@ static inline uint64_t sampi_stat_get(_Atomic uint64_t *c)
 
 /* Log the process-wide counters (one line) at sampi_verbose >= 1. */
 void sampi_stats_log_summary(void);
+
+struct sampi_comm;
+
+/* The data path calls this once per MPI_Allreduce on c, on every rank, when
+ * it has seen which rank arrived last: `peer` is that rank in c (-1 when the
+ * arrivals could not be told apart) and `late_ns` how long after the earliest
+ * rank it arrived, by this rank's clock (negative values count as 0).  Feeds
+ * the arrival pvars of c and of the process.  Lock-free; any thread. */
+void sampi_stats_note_arrival(struct sampi_comm *c, int peer, int64_t late_ns);
+
+/* c's per-peer late counts (c->size entries), allocated on first use when
+ * `create` is set; NULL when absent or out of memory. */
+_Atomic uint64_t *sampi_stats_peer_late(struct sampi_comm *c, int create);
+
+/* Free what sampi_stats_note_arrival allocated in s (when a communicator's
+ * state is freed). */
+void sampi_stats_release(struct sampi_stats *s);
 
 #endif

@@ -10,5 +10,6 @@ Suite *sampi_kernels_suite(void);
 Suite *sampi_schedules_suite(void);
 Suite *sampi_config_suite(void);
 Suite *sampi_select_suite(void);
+Suite *sampi_mpit_suite(void);
 
 #endif

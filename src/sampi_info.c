@@ -1,0 +1,473 @@
+/*
+ * sampi_info.c - list SAMPI's control and performance variables.
+ *
+ * Everything shown comes from the standard MPI_T interface (SAMPI's variables
+ * are the members of the MPI_T category "sampi"), so a correct listing also
+ * shows that the interposition works; only what MPI_T has no query for (the
+ * default, the environment variable, a pvar's element names) is looked up in
+ * SAMPI's registry by name.  Runs as a singleton (no mpirun needed): MPI is
+ * initialised only to show the MPI_COMM_WORLD values of the
+ * communicator-bound variables, and not at all for --man.
+ */
+#include "mpit_registry.h"
+
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum format { FORMAT_HUMAN, FORMAT_PARSABLE, FORMAT_MAN };
+
+struct options {
+    enum format format;
+    int all;
+    const char *only;
+};
+
+static const char usage[] =
+    "usage: sampi_info [--all] [--parsable | --man] [NAME]\n"
+    "List SAMPI's MPI_T control and performance variables (see sampi_info(1)).\n"
+    "  NAME        show only the variable NAME\n"
+    "  --all       also list Open MPI's own variables\n"
+    "  --parsable  one KIND:NAME:FIELD:VALUE line per attribute\n"
+    "  --man       the variable sections of sampi(7), in Markdown\n"
+    "  -h, --help  this text\n";
+
+static const char *const verbosity_names[] = {
+    "MPI_T_VERBOSITY_USER_BASIC",   "MPI_T_VERBOSITY_USER_DETAIL",   "MPI_T_VERBOSITY_USER_ALL",
+    "MPI_T_VERBOSITY_TUNER_BASIC",  "MPI_T_VERBOSITY_TUNER_DETAIL",  "MPI_T_VERBOSITY_TUNER_ALL",
+    "MPI_T_VERBOSITY_MPIDEV_BASIC", "MPI_T_VERBOSITY_MPIDEV_DETAIL", "MPI_T_VERBOSITY_MPIDEV_ALL",
+};
+static const char *const scope_names[] = {
+    "MPI_T_SCOPE_CONSTANT", "MPI_T_SCOPE_READONLY", "MPI_T_SCOPE_LOCAL",  "MPI_T_SCOPE_GROUP",
+    "MPI_T_SCOPE_GROUP_EQ", "MPI_T_SCOPE_ALL",      "MPI_T_SCOPE_ALL_EQ",
+};
+static const char *const bind_names[] = {
+    "MPI_T_BIND_NO_OBJECT",      "MPI_T_BIND_MPI_COMM",    "MPI_T_BIND_MPI_DATATYPE",
+    "MPI_T_BIND_MPI_ERRHANDLER", "MPI_T_BIND_MPI_FILE",    "MPI_T_BIND_MPI_GROUP",
+    "MPI_T_BIND_MPI_OP",         "MPI_T_BIND_MPI_REQUEST", "MPI_T_BIND_MPI_WIN",
+    "MPI_T_BIND_MPI_MESSAGE",    "MPI_T_BIND_MPI_INFO",
+};
+static const char *const class_names[] = {
+    "MPI_T_PVAR_CLASS_STATE",         "MPI_T_PVAR_CLASS_LEVEL",
+    "MPI_T_PVAR_CLASS_SIZE",          "MPI_T_PVAR_CLASS_PERCENTAGE",
+    "MPI_T_PVAR_CLASS_HIGHWATERMARK", "MPI_T_PVAR_CLASS_LOWWATERMARK",
+    "MPI_T_PVAR_CLASS_COUNTER",       "MPI_T_PVAR_CLASS_AGGREGATE",
+    "MPI_T_PVAR_CLASS_TIMER",         "MPI_T_PVAR_CLASS_GENERIC",
+};
+
+#define NAME_OF(table, i)                                                                          \
+    ((i) >= 0 && (size_t)(i) < sizeof(table) / sizeof(table[0]) ? table[i] : "unknown")
+
+struct dtype_name {
+    MPI_Datatype dt;
+    const char *name;
+    size_t size;
+};
+
+static const char *dtype_name(MPI_Datatype dt, size_t *size)
+{
+    const struct dtype_name table[] = {
+        {MPI_INT, "MPI_INT", sizeof(int)},
+        {MPI_UNSIGNED, "MPI_UNSIGNED", sizeof(unsigned)},
+        {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", sizeof(unsigned long)},
+        {MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG", sizeof(unsigned long long)},
+        {MPI_COUNT, "MPI_COUNT", sizeof(MPI_Count)},
+        {MPI_CHAR, "MPI_CHAR", 1},
+        {MPI_DOUBLE, "MPI_DOUBLE", sizeof(double)},
+        /* outside the standard's set, but Open MPI uses them for its own */
+        {MPI_C_BOOL, "MPI_C_BOOL", sizeof(_Bool)},
+        {MPI_LONG_LONG, "MPI_LONG_LONG", sizeof(long long)},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (table[i].dt == dt) {
+            if (size)
+                *size = table[i].size;
+            return table[i].name;
+        }
+    if (size)
+        *size = 8;
+    return "other";
+}
+
+/* One variable, as far as MPI_T (and the registry, for ours) describes it. */
+struct var {
+    int is_pvar;
+    int index;
+    char name[256];
+    char desc[4096];
+    int verbosity, bind, scope, var_class, readonly, continuous, atomic;
+    MPI_Datatype dt;
+    MPI_T_enum en;
+    char enum_text[1024]; /* "sampi_algorithm: auto, native, ..." */
+    char value[512];      /* "" when not shown */
+    int ours;
+};
+
+static void enum_text(MPI_T_enum en, char *out, size_t len)
+{
+    int num = 0, nlen;
+    char name[128];
+    out[0] = '\0';
+    nlen = sizeof(name);
+    if (en == MPI_T_ENUM_NULL || MPI_T_enum_get_info(en, &num, name, &nlen) != MPI_SUCCESS)
+        return;
+    size_t used = (size_t)snprintf(out, len, "%s:", name);
+    for (int i = 0; i < num && used < len; i++) {
+        int value;
+        nlen = sizeof(name);
+        if (MPI_T_enum_get_item(en, i, &value, name, &nlen) == MPI_SUCCESS)
+            used += (size_t)snprintf(out + used, len - used, "%s %s", i ? "," : "", name);
+    }
+}
+
+static const char *enum_item_of(MPI_T_enum en, int value, char *buf, size_t len)
+{
+    int num = 0;
+    snprintf(buf, len, "%d", value);
+    if (en == MPI_T_ENUM_NULL || MPI_T_enum_get_info(en, &num, NULL, NULL) != MPI_SUCCESS)
+        return buf;
+    for (int i = 0; i < num; i++) {
+        int v, nlen;
+        char name[128];
+        nlen = sizeof(name);
+        if (MPI_T_enum_get_item(en, i, &v, name, &nlen) == MPI_SUCCESS && v == value) {
+            snprintf(buf, len, "%s", name);
+            break;
+        }
+    }
+    return buf;
+}
+
+/* Text of `count` elements of type dt in buf. */
+static void format_value(MPI_Datatype dt, MPI_T_enum en, const void *buf, int count, char *out,
+                         size_t len)
+{
+    if (dt == MPI_CHAR) {
+        snprintf(out, len, "%.*s", count, (const char *)buf);
+        return;
+    }
+    size_t used = 0, size = 0;
+    dtype_name(dt, &size);
+    for (int i = 0; i < count && used < len; i++) {
+        const char *p = (const char *)buf + (size_t)i * size;
+        char item[128];
+        const char *sep = i ? " " : "";
+        if (dt == MPI_INT && en != MPI_T_ENUM_NULL)
+            used += (size_t)snprintf(out + used, len - used, "%s%s", sep,
+                                     enum_item_of(en, *(const int *)p, item, sizeof(item)));
+        else if (dt == MPI_INT)
+            used += (size_t)snprintf(out + used, len - used, "%s%d", sep, *(const int *)p);
+        else if (dt == MPI_UNSIGNED)
+            used += (size_t)snprintf(out + used, len - used, "%s%u", sep, *(const unsigned *)p);
+        else if (dt == MPI_UNSIGNED_LONG)
+            used +=
+                (size_t)snprintf(out + used, len - used, "%s%lu", sep, *(const unsigned long *)p);
+        else if (dt == MPI_DOUBLE)
+            used += (size_t)snprintf(out + used, len - used, "%s%g", sep, *(const double *)p);
+        else if (dt == MPI_COUNT)
+            used += (size_t)snprintf(out + used, len - used, "%s%lld", sep,
+                                     (long long)*(const MPI_Count *)p);
+        else
+            used += (size_t)snprintf(out + used, len - used, "%s%llu", sep,
+                                     *(const unsigned long long *)p);
+    }
+}
+
+/* The object a bound variable is read on: MPI_COMM_WORLD when MPI is up. */
+static void *object_for(int bind, MPI_Comm *world)
+{
+    int up = 0;
+    MPI_Initialized(&up);
+    if (bind == MPI_T_BIND_NO_OBJECT)
+        return NULL;
+    if (bind == MPI_T_BIND_MPI_COMM && up) {
+        *world = MPI_COMM_WORLD;
+        return world;
+    }
+    return (void *)-1;
+}
+
+/* Only SAMPI's values are read: Open MPI 4.1 crashes reading some of its own
+ * (variables of components it has unloaded, e.g. opal_common_ofi_verbose);
+ * ompi_info shows those. */
+static void read_cvar(struct var *v)
+{
+    MPI_Comm world;
+    void *obj = object_for(v->bind, &world);
+    MPI_T_cvar_handle h;
+    int count = 0;
+    if (!v->ours || obj == (void *)-1 ||
+        MPI_T_cvar_handle_alloc(v->index, obj, &h, &count) != MPI_SUCCESS)
+        return;
+    size_t size = 0;
+    dtype_name(v->dt, &size);
+    void *buf = calloc((size_t)(count > 0 ? count : 1) + 1, size);
+    if (buf && MPI_T_cvar_read(h, buf) == MPI_SUCCESS)
+        format_value(v->dt, v->en, buf, count, v->value, sizeof(v->value));
+    free(buf);
+    MPI_T_cvar_handle_free(&h);
+}
+
+/* Only SAMPI's continuous pvars have a value worth showing outside a
+ * session; Open MPI's are not read (as above, and allocating some of their
+ * handles is known to crash). */
+static void read_pvar(struct var *v, MPI_T_pvar_session session)
+{
+    MPI_Comm world;
+    void *obj = object_for(v->bind, &world);
+    MPI_T_pvar_handle h;
+    int count = 0;
+    if (!v->ours || !v->continuous || obj == (void *)-1 ||
+        MPI_T_pvar_handle_alloc(session, v->index, obj, &h, &count) != MPI_SUCCESS)
+        return;
+    size_t size = 0;
+    dtype_name(v->dt, &size);
+    void *buf = calloc((size_t)(count > 0 ? count : 1), size);
+    if (buf && MPI_T_pvar_read(session, h, buf) == MPI_SUCCESS)
+        format_value(v->dt, v->en, buf, count, v->value, sizeof(v->value));
+    free(buf);
+    MPI_T_pvar_handle_free(session, &h);
+}
+
+static int get_var(int is_pvar, int index, struct var *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->is_pvar = is_pvar;
+    v->index = index;
+    int nlen = sizeof(v->name), dlen = sizeof(v->desc);
+    int rc = is_pvar ? MPI_T_pvar_get_info(index, v->name, &nlen, &v->verbosity, &v->var_class,
+                                           &v->dt, &v->en, v->desc, &dlen, &v->bind, &v->readonly,
+                                           &v->continuous, &v->atomic)
+                     : MPI_T_cvar_get_info(index, v->name, &nlen, &v->verbosity, &v->dt, &v->en,
+                                           v->desc, &dlen, &v->bind, &v->scope);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    enum_text(v->en, v->enum_text, sizeof(v->enum_text));
+    return MPI_SUCCESS;
+}
+
+static void print_human(const struct var *v)
+{
+    struct sampi_mpit_cvar_doc doc;
+    char count[512];
+    printf("%s (%s %d)\n", v->name, v->is_pvar ? "pvar" : "cvar", v->index);
+    if (v->value[0] || (!v->is_pvar && v->dt == MPI_CHAR))
+        printf("  value:       %s\n", v->value);
+    if (!v->is_pvar && sampi_mpit_cvar_doc(v->name, &doc) == 0) {
+        printf("  default:     %s\n", doc.default_text);
+        if (doc.env[0])
+            printf("  environment: %s\n", doc.env);
+        printf("  writable:    %s\n", doc.writable);
+    }
+    if (v->is_pvar)
+        printf("  class:       %s\n", NAME_OF(class_names, v->var_class));
+    printf("  datatype:    %s\n", dtype_name(v->dt, NULL));
+    if (v->is_pvar && sampi_mpit_pvar_doc(v->name, count, sizeof(count)) == 0)
+        printf("  count:       %s\n", count);
+    if (v->enum_text[0])
+        printf("  enum:        %s\n", v->enum_text);
+    printf("  verbosity:   %s\n", NAME_OF(verbosity_names, v->verbosity));
+    if (!v->is_pvar)
+        printf("  scope:       %s\n", NAME_OF(scope_names, v->scope));
+    printf("  binding:     %s\n", NAME_OF(bind_names, v->bind));
+    if (v->is_pvar)
+        printf("  flags:       readonly=%d continuous=%d atomic=%d\n", v->readonly, v->continuous,
+               v->atomic);
+    printf("  description: %s\n\n", v->desc);
+}
+
+static void print_parsable(const struct var *v)
+{
+    struct sampi_mpit_cvar_doc doc;
+    char count[512];
+    const char *k = v->is_pvar ? "pvar" : "cvar";
+    printf("%s:%s:index:%d\n", k, v->name, v->index);
+    printf("%s:%s:value:%s\n", k, v->name, v->value);
+    if (!v->is_pvar && sampi_mpit_cvar_doc(v->name, &doc) == 0) {
+        printf("%s:%s:default:%s\n", k, v->name, doc.default_text);
+        printf("%s:%s:environment:%s\n", k, v->name, doc.env);
+    }
+    if (v->is_pvar) {
+        printf("%s:%s:class:%s\n", k, v->name, NAME_OF(class_names, v->var_class));
+        if (sampi_mpit_pvar_doc(v->name, count, sizeof(count)) == 0)
+            printf("%s:%s:count:%s\n", k, v->name, count);
+        printf("%s:%s:readonly:%d\n%s:%s:continuous:%d\n%s:%s:atomic:%d\n", k, v->name, v->readonly,
+               k, v->name, v->continuous, k, v->name, v->atomic);
+    } else {
+        printf("%s:%s:scope:%s\n", k, v->name, NAME_OF(scope_names, v->scope));
+    }
+    printf("%s:%s:datatype:%s\n", k, v->name, dtype_name(v->dt, NULL));
+    printf("%s:%s:enum:%s\n", k, v->name, v->enum_text);
+    printf("%s:%s:verbosity:%s\n", k, v->name, NAME_OF(verbosity_names, v->verbosity));
+    printf("%s:%s:binding:%s\n", k, v->name, NAME_OF(bind_names, v->bind));
+    printf("%s:%s:description:%s\n", k, v->name, v->desc);
+}
+
+/* The first paragraph is one line, so that man.test can find it again in
+ * the nroff pandoc makes of it. */
+static void print_man(const struct var *v)
+{
+    struct sampi_mpit_cvar_doc doc;
+    char count[512];
+    printf("**%s**\n:   ", v->name);
+    if (v->is_pvar) {
+        sampi_mpit_pvar_doc(v->name, count, sizeof(count));
+        printf("Class %s, datatype %s", NAME_OF(class_names, v->var_class),
+               dtype_name(v->dt, NULL));
+        if (v->enum_text[0])
+            printf(" (enum %s)", v->enum_text);
+        printf(", count %s. Binding %s; readonly %d, continuous %d, atomic %d; verbosity %s.\n",
+               count, NAME_OF(bind_names, v->bind), v->readonly, v->continuous, v->atomic,
+               NAME_OF(verbosity_names, v->verbosity));
+    } else {
+        sampi_mpit_cvar_doc(v->name, &doc);
+        printf("Datatype %s", dtype_name(v->dt, NULL));
+        if (v->enum_text[0])
+            printf(" (enum %s)", v->enum_text);
+        printf(", default %s", doc.default_text[0] ? doc.default_text : "(empty)");
+        if (doc.env[0])
+            printf(", environment %s", doc.env);
+        printf(". Scope %s, binding %s, verbosity %s. Writable %s.\n",
+               NAME_OF(scope_names, v->scope), NAME_OF(bind_names, v->bind),
+               NAME_OF(verbosity_names, v->verbosity), doc.writable);
+    }
+    printf("\n    %s\n\n", v->desc);
+}
+
+static void print_var(const struct options *o, const struct var *v)
+{
+    static void (*const printers[])(const struct var *) = {
+        [FORMAT_HUMAN] = print_human,
+        [FORMAT_PARSABLE] = print_parsable,
+        [FORMAT_MAN] = print_man,
+    };
+    printers[o->format](v);
+}
+
+/* Indices to list: SAMPI's category's members, or every index with --all. */
+static int *indices_of(const struct options *o, int is_pvar, int *n)
+{
+    int cat = -1, nc = 0, np = 0, ncat = 0, num = 0;
+    if (MPI_T_category_get_index("sampi", &cat) != MPI_SUCCESS ||
+        MPI_T_category_get_info(cat, NULL, NULL, NULL, NULL, &nc, &np, &ncat) != MPI_SUCCESS)
+        return NULL;
+    if (o->all && (is_pvar ? MPI_T_pvar_get_num(&num) : MPI_T_cvar_get_num(&num)) != MPI_SUCCESS)
+        return NULL;
+    int ours = is_pvar ? np : nc;
+    *n = o->all ? num : ours;
+    int *idx = calloc((size_t)*n + 1, sizeof(int));
+    if (!idx)
+        return NULL;
+    if (o->all) {
+        for (int i = 0; i < *n; i++)
+            idx[i] = i;
+    } else if ((is_pvar ? MPI_T_category_get_pvars(cat, ours, idx)
+                        : MPI_T_category_get_cvars(cat, ours, idx)) != MPI_SUCCESS) {
+        free(idx);
+        return NULL;
+    }
+    return idx;
+}
+
+static int list(const struct options *o, int is_pvar, MPI_T_pvar_session session, int *shown)
+{
+    int n = 0, cat = -1, nc = 0;
+    int *idx = indices_of(o, is_pvar, &n);
+    if (!idx)
+        return -1;
+    MPI_T_category_get_index("sampi", &cat);
+    MPI_T_category_get_info(cat, NULL, NULL, NULL, NULL, is_pvar ? NULL : &nc, is_pvar ? &nc : NULL,
+                            NULL);
+    struct var *v = malloc(sizeof(*v));
+    for (int i = 0; v && i < n; i++) {
+        /* Open MPI counts variables it cannot describe (open-mpi/ompi#11492). */
+        if (get_var(is_pvar, idx[i], v) != MPI_SUCCESS)
+            continue;
+        if (o->only && strcmp(o->only, v->name) != 0)
+            continue;
+        v->ours = idx[i] < nc;
+        if (o->format != FORMAT_MAN) {
+            if (is_pvar)
+                read_pvar(v, session);
+            else
+                read_cvar(v);
+        }
+        print_var(o, v);
+        (*shown)++;
+    }
+    free(v);
+    free(idx);
+    return 0;
+}
+
+static const char man_cvar_intro[] =
+    "# CONTROL VARIABLES\n\n"
+    "Every variable is an MPI_T control variable of the category **sampi** (MPI_T indices 0 to "
+    "K-1; Open MPI's own follow) and, unless it is bound to a communicator, is also read from "
+    "the environment variable named below. A value that does not parse is refused: by "
+    "MPI_T_cvar_write with MPI_T_ERR_INVALID, and from the environment with one warning naming "
+    "the variable and the accepted values, keeping the default.\n\n";
+static const char man_pvar_intro[] =
+    "# PERFORMANCE VARIABLES\n\n"
+    "Counters (readonly 0, continuous 0) count per handle from MPI_T_pvar_start and can be "
+    "written, reset and read-and-reset atomically (MPI_T_pvar_readreset); the others show the "
+    "current state. Variables bound to MPI_T_BIND_MPI_COMM describe one communicator; the "
+    "others the whole process.\n\n";
+
+int main(int argc, char **argv)
+{
+    struct options o = {FORMAT_HUMAN, 0, NULL};
+    int provided = 0, shown = 0, rc = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0)
+            o.all = 1;
+        else if (strcmp(argv[i], "--parsable") == 0 || strcmp(argv[i], "--parseable") == 0)
+            o.format = FORMAT_PARSABLE;
+        else if (strcmp(argv[i], "--man") == 0)
+            o.format = FORMAT_MAN;
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && !o.only)
+            o.only = argv[i];
+        else {
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "sampi_info: MPI_T_init_thread failed\n");
+        return 1;
+    }
+    int mpi_up = o.format != FORMAT_MAN && MPI_Init(NULL, NULL) == MPI_SUCCESS;
+    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
+    if (o.format != FORMAT_MAN && MPI_T_pvar_session_create(&session) != MPI_SUCCESS)
+        session = MPI_T_PVAR_SESSION_NULL;
+
+    if (o.format == FORMAT_MAN)
+        fputs(man_cvar_intro, stdout);
+    if (list(&o, 0, session, &shown))
+        goto fail;
+    if (o.format == FORMAT_MAN)
+        fputs(man_pvar_intro, stdout);
+    if (list(&o, 1, session, &shown))
+        goto fail;
+    if (o.only && !shown) {
+        fprintf(stderr, "sampi_info: no variable named '%s'%s\n", o.only,
+                o.all ? "" : " among SAMPI's (try --all)");
+        goto fail;
+    }
+    rc = 0;
+fail:
+    if (rc && !shown && !o.only)
+        fprintf(stderr, "sampi_info: MPI_T has no category 'sampi': is libsampi interposed?\n");
+    if (session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&session);
+    /* MPI_T first: Open MPI 4.1 crashes in MPI_T_finalize after MPI_Finalize. */
+    MPI_T_finalize();
+    if (mpi_up)
+        MPI_Finalize();
+    return rc;
+}

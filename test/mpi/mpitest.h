@@ -1,0 +1,172 @@
+/*
+ * mpitest.h - helpers shared by the MPI integration programs in test/mpi.
+ *
+ * Header-only (static inline) so each program is one translation unit and
+ * links nothing beyond MPI and SAMPI.  Everything that must not itself be
+ * under test calls PMPI_* directly: a helper that went through SAMPI's
+ * MPI_Allreduce could hide the very bug it is meant to expose.
+ *
+ * Conventions: a failed check is recorded, never fatal (the other ranks must
+ * keep participating); the first MT_MAX_REPORTS failures of each rank are
+ * printed with their parameters; a program exits non-zero when any rank
+ * failed.  Only impossible-to-continue conditions (out of memory, MPI_Init
+ * failing) abort.
+ */
+#ifndef SAMPI_MPITEST_H
+#define SAMPI_MPITEST_H
+
+#include <mpi.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Failure lines each rank prints; MPITEST_MAX_REPORTS overrides it when
+ * debugging a run with many failures. */
+#define MT_MAX_REPORTS 20
+
+struct mt_state {
+    const char *prog;
+    int rank;     /* in MPI_COMM_WORLD */
+    long cases;   /* cases this rank counted (it was rank 0 of their comm) */
+    long failed;  /* of those, cases that failed on some rank */
+    int reported; /* failure lines this rank printed */
+    int max_reports;
+    int local_bad; /* this rank saw a failure in the current case */
+};
+
+static inline void mt_init(struct mt_state *st, const char *prog)
+{
+    memset(st, 0, sizeof *st);
+    st->prog = prog;
+    const char *env = getenv("MPITEST_MAX_REPORTS");
+    st->max_reports = env ? atoi(env) : MT_MAX_REPORTS;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &st->rank);
+}
+
+/* Record a failure seen by this rank in the current case and print it while
+ * under the per-rank limit.  Lines go to stdout, flushed, so that the test
+ * log keeps them in order with the summary. */
+static inline void mt_fail(struct mt_state *st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void mt_fail(struct mt_state *st, const char *fmt, ...)
+{
+    st->local_bad = 1;
+    if (st->reported >= st->max_reports)
+        return;
+    st->reported++;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    printf("%s: [rank %d] FAIL %s\n", st->prog, st->rank, line);
+    fflush(stdout);
+}
+
+/* FNV-1a style, a 64-bit word at a time (a byte at a time for the tail):
+ * any differing byte changes it, and it keeps up with 2^22-element buffers. */
+static inline uint64_t mt_hash(uint64_t h, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof w);
+        h = (h ^ w) * UINT64_C(0x100000001b3);
+        h ^= h >> 29;
+    }
+    for (; i < len; i++)
+        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+#define MT_HASH_SEED UINT64_C(0xcbf29ce484222325)
+
+/*
+ * Close one case on `comm`: all ranks learn whether any rank failed and
+ * whether `hash` (of the result) is the same everywhere.  One PMPI_Allreduce
+ * of MAX over {h, ~h, bad} gives max(h), ~min(h) and any(bad) at once.
+ * The case is counted once, by rank 0 of `comm`, so that mt_totals over
+ * MPI_COMM_WORLD counts each case on each communicator exactly once.
+ * Returns 1 when the case passed on every rank of `comm`.
+ */
+static inline int mt_close_case(struct mt_state *st, MPI_Comm comm, uint64_t hash, const char *what)
+{
+    uint64_t in[3] = {hash, ~hash, (uint64_t)st->local_bad}, out[3];
+    int crank;
+    PMPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MAX, comm);
+    PMPI_Comm_rank(comm, &crank);
+    int identical = out[0] == ~out[1];
+    if (!identical && crank == 0)
+        mt_fail(st, "%s: result differs between ranks (hash min %016llx max %016llx)", what,
+                (unsigned long long)~out[1], (unsigned long long)out[0]);
+    int ok = identical && out[2] == 0;
+    if (crank == 0) {
+        st->cases++;
+        st->failed += !ok;
+    }
+    st->local_bad = 0;
+    return ok;
+}
+
+/* Totals over MPI_COMM_WORLD for the summary line; rank 0 gets them. */
+static inline void mt_totals(const struct mt_state *st, long *cases, long *failed)
+{
+    long in[2] = {st->cases, st->failed}, out[2];
+    PMPI_Reduce(in, out, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    *cases = out[0];
+    *failed = out[1];
+}
+
+/* Print one PASS/FAIL line (rank 0 only) for a named check agreed on by all
+ * ranks of MPI_COMM_WORLD; returns the agreed result. */
+static inline int mt_verdict(struct mt_state *st, const char *name, int local_ok)
+{
+    int ok;
+    PMPI_Allreduce(&local_ok, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (st->rank == 0) {
+        st->cases++;
+        st->failed += !ok;
+        printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+        fflush(stdout);
+    }
+    return ok;
+}
+
+static inline void *mt_malloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+static inline int mt_has_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], flag) == 0)
+            return 1;
+    return 0;
+}
+
+/* The value after `opt` ("--netdev ofi"), or `dflt`. */
+static inline const char *mt_option(int argc, char **argv, const char *opt, const char *dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], opt) == 0)
+            return argv[i + 1];
+    return dflt;
+}
+
+/* Exit status of a test program: 0 when every case passed everywhere. */
+static inline int mt_exit_code(long failed)
+{
+    return failed == 0 ? 0 : 1;
+}
+
+#endif
