@@ -1,0 +1,791 @@
+/*
+ * ofi.c - the `ofi` netdev: libfabric reliable-datagram (FI_EP_RDM) tagged
+ * messages.
+ *
+ * One fabric, domain, completion queue, address vector and endpoint per
+ * instance (per communicator).  The domain is asked for FI_THREAD_DOMAIN: the
+ * netdev contract lets one thread at a time use an instance, and two
+ * instances never share a libfabric object (shm grants FI_THREAD_DOMAIN,
+ * tcp;ofi_rxm answers FI_THREAD_SAFE; two threads with an instance each were
+ * checked on both).  Peer addresses are exchanged once, in open(), and
+ * inserted into the AV in rank order; a receive from rank r matches only
+ * messages from r (FI_DIRECTED_RECV).  The 64-bit SAMPI tag is the libfabric
+ * tag, unchanged.
+ *
+ * The caller's request is the libfabric context: fi_tsend/fi_trecv get
+ * &req->impl (sized for struct fi_context2), and a completion finds its
+ * request again from op_context, whichever wait() call reads it.
+ *
+ * Waiting (DESIGN rule 6) sleeps in fi_cq_sread when the CQ has a
+ * file-descriptor wait object, polls with sampi_backoff otherwise, and with
+ * sampi_busy_poll=1 polls without yielding.  In libfabric 1.17, tcp;ofi_rxm
+ * accepts FI_WAIT_FD and its sread drives the sockets' progress while it
+ * sleeps (two ranks both waiting, rendezvous and 512 MiB messages included,
+ * were checked); shm refuses FI_WAIT_FD, FI_WAIT_POLLFD and
+ * FI_WAIT_MUTEX_COND (-FI_ENOSYS) and its FI_WAIT_UNSPEC is FI_WAIT_YIELD, a
+ * sched_yield spin, so shm waits poll and back off.  A rank waiting 2 s for
+ * a silent peer used 0.1% of a core with tcp, 1.2% with shm, 99.6% with
+ * sampi_busy_poll=1.
+ *
+ * Message sizes: shm and tcp;ofi_rxm both report max_msg_size = 2^64-1, and
+ * both moved one 512 MiB message here (shm by process_vm_readv, rxm by
+ * rendezvous); a provider that reports less gets -EMSGSIZE above its limit.
+ *
+ * Why tcp looked slow, and what SAMPI sets (libfabric 1.17.0, loopback with
+ * FI_TCP_IFACE=lo, a 2-core VM shared with other jobs; measured with
+ * "fi_pingpong -p PROV -e rdm|msg -S SIZE -I ITERS" and with
+ * "test/mpi/netdev_pingpong --bench" under test/mpi/mpirun.sh -np 2):
+ *  - The first figures (fi_pingpong: 64 B ~6 ms per message, 64 KiB ~9 MB/s
+ *    over tcp;ofi_rxm, shm 735 MB/s at 64 KiB) were start-up costs, not
+ *    transfer costs.  fi_pingpong times 10 iterations by default, and the
+ *    first rxm message to a peer sets up the connection (tcp connect, rxm
+ *    handshake, 17 MB pools of 16 KiB bounce buffers page-faulted in at
+ *    ~40 ms each): "tcp;ofi_rxm" 64 B measured 6.8 ms per transfer at -I 10
+ *    and 81 us at -I 1000; tcp msg 64 B 169 us vs 10.7 us; shm 64 KiB
+ *    1.7 GB/s vs 7.2 GB/s (18 GB/s at 4 MiB).
+ *  - FI_TCP_NODELAY is not the cause: the 1.17 tcp provider already sets
+ *    TCP_NODELAY on every socket unless the traffic class is
+ *    FI_TC_BULK_DATA (seen with strace on both ends).  Turning it off is
+ *    what hurts: rxm's rendezvous then waits out a delayed ACK, 1 MiB
+ *    pingpong 46 ms per transfer.  SAMPI sets FI_TCP_NODELAY=1 so that no
+ *    traffic-class default can turn Nagle on.
+ *  - Opening an endpoint was slow and large: rxm over tcp shares one receive
+ *    context among all connections and posts 4096 bounce buffers to it at
+ *    fi_enable, 64 MiB and 0.2-0.6 s per endpoint, i.e. per communicator.
+ *    FI_OFI_RXM_MSG_RX_SIZE=256: open 266 -> 70 ms (median), first message
+ *    to a new peer 115 -> 67 ms.
+ *  - Everything above 16 KiB went by rendezvous: with tcp's dynamic receive
+ *    buffers rxm disables its segmentation protocol, so a message above the
+ *    eager limit costs an RTS, a read request, the data and an ACK.
+ *    FI_OFI_RXM_EAGER_LIMIT=262144 (SAMPI's default segment): pingpong
+ *    64 KiB 865 -> 1576 MB/s, 256 KiB 2290 -> 3292 MB/s (medians of 5);
+ *    fi_pingpong 64 KiB 187 -> 94 us per transfer.  Unexpected eager
+ *    messages above the 16 KiB bounce buffers still complete, and do not
+ *    hold up later messages from the same peer (checked up to 1 MiB).
+ *  - isend/irecv never block on a peer: rxm answers -FI_EAGAIN until the
+ *    connection to a new peer is up, which needs that peer to progress, and
+ *    the peer may be inside an MPI call waiting for us.  Such operations are
+ *    queued and posted from wait().
+ *  What remains is loopback TCP itself: 8 B one-way 28-30 us blocking (15 us
+ *  busy-polling) against 1.2 us for the mpi netdev and 2.3 us for shm, and
+ *  2.8-3.7 GB/s for 1-16 MiB against 6.3-9.8 GB/s.
+ */
+#include "netdev.h"
+#include "sampi_internal.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(((sampi_netdev_req_t *)0)->impl) >= sizeof(struct fi_context2),
+               "sampi_netdev_req_t.impl must hold a struct fi_context2");
+
+#define OFI_API_VERSION FI_VERSION(1, 10)
+#define OFI_NAME_MAX    256 /* endpoint names: shm ~20 bytes, tcp 16 or 28 */
+#define OFI_CQ_BATCH    16
+
+/* An operation the provider refused with -FI_EAGAIN, kept in posting order
+ * until it accepts it. */
+struct deferred {
+    struct deferred *next;
+    sampi_netdev_req_t *req;
+    void *buf;
+    size_t len;
+    uint64_t tag;
+    int peer;
+    int is_send;
+};
+
+struct ofi_netdev {
+    struct sampi_netdev base;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_cq *cq;
+    struct fid_av *av;
+    struct fid_ep *ep;
+    fi_addr_t *peers;
+    size_t max_msg;
+    int blocking;  /* the CQ has a wait object fi_cq_sread can sleep on */
+    int busy_poll; /* sampi_busy_poll at open time */
+    /* Contexts of cancelled operations whose completion never came (a send
+     * the provider could not cancel): their late completion is swallowed
+     * instead of marking whatever request now lives at that address. */
+    void **orphans;
+    size_t n_orphans, cap_orphans;
+    /* Operations the provider could not take yet (see post()). */
+    struct deferred *deferred, **deferred_tail;
+    char provider[SAMPI_CVAR_STRING_MAX];
+};
+
+/* Where open() failed, for the one warning line rank 0 prints. */
+enum ofi_stage {
+    ST_NONE,
+    ST_NOMEM,
+    ST_GETINFO,
+    ST_FABRIC,
+    ST_DOMAIN,
+    ST_CQ,
+    ST_AV,
+    ST_ENDPOINT,
+    ST_BIND,
+    ST_ENABLE,
+    ST_GETNAME,
+    ST_PROVIDER_MISMATCH,
+    ST_AV_INSERT,
+};
+
+static const char *const stage_names[] = {
+    [ST_NONE] = "nothing",           [ST_NOMEM] = "memory allocation",
+    [ST_GETINFO] = "fi_getinfo",     [ST_FABRIC] = "fi_fabric",
+    [ST_DOMAIN] = "fi_domain",       [ST_CQ] = "fi_cq_open",
+    [ST_AV] = "fi_av_open",          [ST_ENDPOINT] = "fi_endpoint",
+    [ST_BIND] = "fi_ep_bind",        [ST_ENABLE] = "fi_enable",
+    [ST_GETNAME] = "fi_getname",     [ST_PROVIDER_MISMATCH] = "provider agreement",
+    [ST_AV_INSERT] = "fi_av_insert",
+};
+
+/*
+ * Provider settings SAMPI applies when the user has not set them (the notes at
+ * the top of this file give the measurements behind each).  libfabric reads
+ * its FI_* variables once, when it loads its providers at the first
+ * fi_getinfo in the process, so they take effect only when SAMPI's first
+ * open is that first use; an application or MPI library that used libfabric
+ * earlier keeps what it read then.  The rxm values are right for rxm over tcp
+ * only (over verbs the eager limit must equal the buffer size), so they are
+ * set unless the user named a provider that is not tcp-based: with the
+ * default choice, a process whose first communicator is on one host (shm)
+ * uses tcp;ofi_rxm for any communicator that spans hosts.
+ */
+static const struct {
+    const char *name, *value;
+} ofi_tcp_env_defaults[] = {
+    /* libfabric 1.17 already sets TCP_NODELAY unless the traffic class is
+     * FI_TC_BULK_DATA; say so explicitly: with Nagle on, every rxm
+     * rendezvous waits out a 40 ms delayed ACK. */
+    {"FI_TCP_NODELAY", "1"},
+    /* rxm over tcp shares one receive context among all connections and
+     * posts 4096 bounce buffers of 16 KiB to it when the endpoint is enabled:
+     * 64 MiB and 0.2-0.6 s per endpoint, i.e. per communicator here.  They
+     * hold unexpected messages only (expected ones land in the posted
+     * buffer), and SAMPI has a few outstanding per peer it talks to. */
+    {"FI_OFI_RXM_MSG_RX_SIZE", "256"},
+    /* Over tcp, rxm sends everything above its eager limit (16 KiB) by
+     * rendezvous: RTS, a read request, the data, an ACK -- two extra round
+     * trips per message.  With dynamic receive buffers (tcp's default) eager
+     * data goes straight into a posted receive, so let SAMPI's default
+     * segment (256 KiB) go eager. */
+    {"FI_OFI_RXM_EAGER_LIMIT", "262144"},
+    {NULL, NULL},
+};
+
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static int env_done;
+
+/* `requested` is sampi_ofi_provider as the user set it ("" for the default). */
+static void apply_env_defaults(const char *requested)
+{
+    /* setenv is not thread-safe: serialise our own calls, and do it once. */
+    pthread_mutex_lock(&env_lock);
+    if (!env_done && (requested[0] == '\0' || strstr(requested, "tcp"))) {
+        for (size_t i = 0; ofi_tcp_env_defaults[i].name; i++)
+            setenv(ofi_tcp_env_defaults[i].name, ofi_tcp_env_defaults[i].value, 0);
+    }
+    env_done = 1;
+    pthread_mutex_unlock(&env_lock);
+}
+
+static int neg_errno(ssize_t fi_rc)
+{
+    /* libfabric's FI_E* values below 256 are the system's errno values; the
+     * rest (FI_ETRUNC, FI_EAVAIL, ...) have no errno and become EIO. */
+    int e = (int)(fi_rc < 0 ? -fi_rc : fi_rc);
+    if (e == FI_ETRUNC)
+        return -EMSGSIZE;
+    return e > 0 && e < 256 ? -e : -EIO;
+}
+
+static sampi_netdev_req_t *req_of(void *op_context)
+{
+    return (sampi_netdev_req_t *)((char *)op_context - offsetof(sampi_netdev_req_t, impl));
+}
+
+static void complete(struct ofi_netdev *nd, void *op_context, int status)
+{
+    if (!op_context)
+        return;
+    for (size_t i = 0; i < nd->n_orphans; i++) {
+        if (nd->orphans[i] == op_context) {
+            nd->orphans[i] = nd->orphans[--nd->n_orphans];
+            return;
+        }
+    }
+    sampi_netdev_req_t *r = req_of(op_context);
+    r->status = status;
+    r->done = 1;
+}
+
+/* Take one error entry off the CQ: its request completes with the error
+ * (-ECANCELED for a cancelled one).  Returns how many requests completed, or
+ * a negative errno when the CQ itself failed. */
+static int take_error(struct ofi_netdev *nd)
+{
+    struct fi_cq_err_entry err;
+    memset(&err, 0, sizeof(err));
+    ssize_t rc = fi_cq_readerr(nd->cq, &err, 0);
+    if (rc == -FI_EAGAIN)
+        return 0;
+    if (rc < 0)
+        return neg_errno(rc);
+    int status = err.err == FI_ECANCELED ? -ECANCELED : neg_errno(err.err);
+    if (err.err != FI_ECANCELED && sampi_log_enabled(SAMPI_LOG_SETUP))
+        sampi_log(SAMPI_LOG_SETUP, "ofi netdev: completion error: %s",
+                  fi_strerror(err.err ? err.err : FI_EIO));
+    complete(nd, err.op_context, status);
+    return err.op_context ? 1 : 0;
+}
+
+static int handle_read(struct ofi_netdev *nd, ssize_t rc, const struct fi_cq_entry *entries)
+{
+    if (rc > 0) {
+        for (ssize_t i = 0; i < rc; i++)
+            complete(nd, entries[i].op_context, 0);
+        return (int)rc;
+    }
+    if (rc == -FI_EAGAIN)
+        return 0;
+    if (rc == -FI_EAVAIL)
+        return take_error(nd);
+    return neg_errno(rc);
+}
+
+/* Read the CQ without blocking until it is empty (which also drives the
+ * provider's progress).  Returns the number of requests completed. */
+static int poll_cq(struct ofi_netdev *nd)
+{
+    struct fi_cq_entry entries[OFI_CQ_BATCH];
+    int total = 0;
+    for (;;) {
+        ssize_t rc = fi_cq_read(nd->cq, entries, OFI_CQ_BATCH);
+        int got = handle_read(nd, rc, entries);
+        if (got < 0)
+            return total ? total : got;
+        if (got == 0)
+            return total;
+        total += got;
+    }
+}
+
+/* Sleep in the provider until a completion arrives or timeout_ms passes. */
+static int sleep_cq(struct ofi_netdev *nd, int timeout_ms)
+{
+    struct fi_cq_entry entries[OFI_CQ_BATCH];
+    ssize_t rc = fi_cq_sread(nd->cq, entries, OFI_CQ_BATCH, NULL, timeout_ms);
+    if (rc == -FI_ETIMEDOUT)
+        return 0;
+    int got = handle_read(nd, rc, entries);
+    if (got > 0) {
+        int more = poll_cq(nd);
+        if (more > 0)
+            got += more;
+    }
+    return got;
+}
+
+/* 1 when every rank of comm is on this host.  Collective. */
+static int one_host(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int size = 0, node_size = 0;
+    PMPI_Comm_size(comm, &size);
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 0;
+    PMPI_Comm_size(node, &node_size);
+    PMPI_Comm_free(&node);
+    return node_size == size;
+}
+
+static unsigned long long text_hash(const char *s)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+    return h >> 2; /* fits a long long with room to negate */
+}
+
+static struct fi_info *make_hints(const char *provider)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints)
+        goto fail;
+    hints->caps = FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV;
+    /* The request's impl area is a struct fi_context2, so providers that need
+     * context space (psm2, verbs-based ones in production) can have it. */
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    /* No RMA of our own: these registration modes cost us nothing.  Not
+     * FI_MR_LOCAL, so no provider asks for descriptors on sends. */
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->fabric_attr->prov_name = strdup(provider);
+    if (!hints->fabric_attr->prov_name)
+        goto fail;
+    return hints;
+fail:
+    if (hints)
+        fi_freeinfo(hints);
+    return NULL;
+}
+
+static void close_fid(struct fid *fid)
+{
+    if (fid)
+        fi_close(fid);
+}
+
+static void ofi_close(struct sampi_netdev *base)
+{
+    struct ofi_netdev *nd = (struct ofi_netdev *)base;
+    if (!nd)
+        return;
+    /* The endpoint first: it stops using the CQ and AV bound to it. */
+    close_fid(nd->ep ? &nd->ep->fid : NULL);
+    close_fid(nd->av ? &nd->av->fid : NULL);
+    close_fid(nd->cq ? &nd->cq->fid : NULL);
+    close_fid(nd->domain ? &nd->domain->fid : NULL);
+    close_fid(nd->fabric ? &nd->fabric->fid : NULL);
+    if (nd->info)
+        fi_freeinfo(nd->info);
+    while (nd->deferred) {
+        struct deferred *d = nd->deferred;
+        nd->deferred = d->next;
+        free(d);
+    }
+    free(nd->peers);
+    free(nd->orphans);
+    free(nd);
+}
+
+/* Open everything local.  Returns 0, or the failing stage with *fi_err. */
+static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *namelen, int *fi_err)
+{
+    enum ofi_stage st = ST_GETINFO;
+    int rc = 0;
+    struct fi_info *hints = make_hints(nd->provider);
+    if (!hints) {
+        st = ST_NOMEM;
+        rc = -FI_ENOMEM;
+        goto fail;
+    }
+    rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &nd->info);
+    fi_freeinfo(hints);
+    if (rc)
+        goto fail;
+    nd->max_msg = nd->info->ep_attr->max_msg_size;
+
+    st = ST_FABRIC;
+    if ((rc = fi_fabric(nd->info->fabric_attr, &nd->fabric, NULL)))
+        goto fail;
+    st = ST_DOMAIN;
+    if ((rc = fi_domain(nd->fabric, nd->info, &nd->domain, NULL)))
+        goto fail;
+
+    st = ST_CQ;
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT,
+                                 .wait_obj = nd->busy_poll ? FI_WAIT_NONE : FI_WAIT_FD};
+    rc = fi_cq_open(nd->domain, &cq_attr, &nd->cq, NULL);
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
+        /* No sleeping wait object (shm): poll with back-off instead. */
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(nd->domain, &cq_attr, &nd->cq, NULL);
+    }
+    if (rc)
+        goto fail;
+    nd->blocking = cq_attr.wait_obj == FI_WAIT_FD;
+
+    st = ST_AV;
+    struct fi_av_attr av_attr = {.type = nd->info->domain_attr->av_type,
+                                 .count = (size_t)nd->base.size};
+    if ((rc = fi_av_open(nd->domain, &av_attr, &nd->av, NULL)))
+        goto fail;
+
+    st = ST_ENDPOINT;
+    if ((rc = fi_endpoint(nd->domain, nd->info, &nd->ep, NULL)))
+        goto fail;
+    st = ST_BIND;
+    if ((rc = fi_ep_bind(nd->ep, &nd->cq->fid, FI_TRANSMIT | FI_RECV)))
+        goto fail;
+    if ((rc = fi_ep_bind(nd->ep, &nd->av->fid, 0)))
+        goto fail;
+    st = ST_ENABLE;
+    if ((rc = fi_enable(nd->ep)))
+        goto fail;
+    st = ST_GETNAME;
+    if ((rc = fi_getname(&nd->ep->fid, name, namelen)))
+        goto fail;
+    *fi_err = 0;
+    return ST_NONE;
+fail:
+    *fi_err = rc < 0 ? -rc : rc;
+    return st;
+}
+
+/* Agreement over comm: v[] reduced with MIN.  Returns 0 or -EIO. */
+static int agree(MPI_Comm comm, long long *v, int n)
+{
+    return PMPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MIN, comm) == MPI_SUCCESS ? 0
+                                                                                           : -EIO;
+}
+
+/* A failed rank's key: lowest rank first, then its stage and error. */
+static long long fail_key(int rank, enum ofi_stage st, int fi_err)
+{
+    return ((long long)rank << 32) | ((long long)st << 16) | (fi_err & 0xffff);
+}
+
+static void warn_failure(const struct ofi_netdev *nd, long long key)
+{
+    if (nd->base.rank != 0)
+        return;
+    int rank = (int)(key >> 32);
+    enum ofi_stage st = (enum ofi_stage)((key >> 16) & 0xffff);
+    int err = (int)(key & 0xffff);
+    if (st > ST_AV_INSERT)
+        st = ST_NONE;
+    if (st == ST_PROVIDER_MISMATCH) {
+        sampi_log_warn("ofi netdev unavailable: ranks asked for different providers (rank 0: '%s')",
+                       nd->provider);
+        return;
+    }
+    sampi_log_warn("ofi netdev (provider '%s') unavailable: %s failed on rank %d: %s", nd->provider,
+                   stage_names[st], rank, err ? fi_strerror(err) : "no error code");
+}
+
+static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
+{
+    struct ofi_netdev *nd = calloc(1, sizeof(*nd));
+    char *names = NULL;
+    char name[OFI_NAME_MAX];
+    size_t namelen = sizeof(name);
+    int rank = 0, size = 0, fi_err = 0, rc = -ENODEV;
+    enum ofi_stage st = ST_NOMEM;
+
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    /* Every rank makes the same collective calls whatever happens locally
+     * (no memory, a provider named here but not on another rank): the
+     * differences are caught by the agreement below, never by a hang. */
+    char provider[SAMPI_CVAR_STRING_MAX] = "";
+    sampi_cvar_text(SAMPI_CVAR_OFI_PROVIDER, provider, sizeof(provider));
+    int local = one_host(comm);
+    if (nd)
+        apply_env_defaults(provider);
+    if (provider[0] == '\0')
+        snprintf(provider, sizeof(provider), "%s", local ? "shm" : "tcp;ofi_rxm");
+    if (nd) {
+        nd->base.ops = &sampi_netdev_ofi_ops;
+        nd->deferred_tail = &nd->deferred;
+        nd->base.rank = rank;
+        nd->base.size = size;
+        nd->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
+        snprintf(nd->provider, sizeof(nd->provider), "%s", provider);
+        nd->peers = calloc((size_t)size, sizeof(*nd->peers));
+        st = nd->peers ? open_local(nd, name, &namelen, &fi_err) : ST_NOMEM;
+    }
+
+    /* Agree before exchanging anything: success everywhere, the longest
+     * name, and the same provider on every rank. */
+    long long h = (long long)text_hash(provider);
+    long long v[5] = {st == ST_NONE, -(long long)namelen, h, -h,
+                      st == ST_NONE ? LLONG_MAX : fail_key(rank, st, fi_err)};
+    if (agree(comm, v, 5))
+        goto fail;
+    if (v[0] && v[2] != -v[3]) {
+        v[0] = 0;
+        v[4] = fail_key(0, ST_PROVIDER_MISMATCH, 0);
+    }
+    if (!v[0]) {
+        if (nd)
+            warn_failure(nd, v[4]);
+        else if (rank == 0)
+            sampi_log_warn("ofi netdev unavailable: out of memory");
+        goto fail;
+    }
+
+    size_t stride = (size_t)-v[1];
+    names = calloc((size_t)size, stride);
+    long long ok[2] = {names != NULL, names ? LLONG_MAX : fail_key(rank, ST_NOMEM, FI_ENOMEM)};
+    if (agree(comm, ok, 2))
+        goto fail;
+    if (!ok[0]) {
+        warn_failure(nd, ok[1]);
+        goto fail;
+    }
+    char mine[OFI_NAME_MAX];
+    memset(mine, 0, sizeof(mine));
+    memcpy(mine, name, namelen);
+    if (PMPI_Allgather(mine, (int)stride, MPI_BYTE, names, (int)stride, MPI_BYTE, comm) !=
+        MPI_SUCCESS)
+        goto fail;
+
+    /* One address at a time: FI_ADDR_STR names (shm) are not fixed-size. */
+    st = ST_NONE;
+    fi_err = 0;
+    for (int r = 0; r < size && st == ST_NONE; r++) {
+        int n = fi_av_insert(nd->av, names + (size_t)r * stride, 1, &nd->peers[r], 0, NULL);
+        if (n != 1) {
+            st = ST_AV_INSERT;
+            fi_err = n < 0 ? -n : FI_EINVAL;
+        }
+    }
+    ok[0] = st == ST_NONE;
+    ok[1] = st == ST_NONE ? LLONG_MAX : fail_key(rank, st, fi_err);
+    if (agree(comm, ok, 2))
+        goto fail;
+    if (!ok[0]) {
+        warn_failure(nd, ok[1]);
+        goto fail;
+    }
+    free(names);
+    sampi_log(SAMPI_LOG_SETUP, "ofi netdev: provider %s (%s), %s waits, max message %zu bytes",
+              nd->info->fabric_attr->prov_name, nd->info->domain_attr->name,
+              nd->busy_poll  ? "busy-polling"
+              : nd->blocking ? "blocking"
+                             : "polling",
+              nd->max_msg);
+    *out = &nd->base;
+    return 0;
+fail:
+    free(names);
+    ofi_close(nd ? &nd->base : NULL);
+    *out = NULL;
+    return rc;
+}
+
+static ssize_t issue(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int peer,
+                     uint64_t tag, sampi_netdev_req_t *req)
+{
+    if (is_send)
+        return fi_tsend(nd->ep, buf, len, NULL, nd->peers[peer], tag, &req->impl);
+    return fi_trecv(nd->ep, buf, len, NULL, nd->peers[peer], tag, 0, &req->impl);
+}
+
+/* Hand deferred operations to the provider, oldest first, until it refuses
+ * one again.  An operation it rejects for good completes with the error.
+ * Returns how many requests that completed. */
+static int flush_deferred(struct ofi_netdev *nd)
+{
+    int failed = 0;
+    while (nd->deferred) {
+        struct deferred *d = nd->deferred;
+        ssize_t rc = issue(nd, d->is_send, d->buf, d->len, d->peer, d->tag, d->req);
+        if (rc == -FI_EAGAIN)
+            break;
+        if (rc) {
+            d->req->status = neg_errno(rc);
+            d->req->done = 1;
+            failed++;
+        }
+        nd->deferred = d->next;
+        if (!nd->deferred)
+            nd->deferred_tail = &nd->deferred;
+        free(d);
+    }
+    return failed;
+}
+
+/* Post one operation.  -FI_EAGAIN means the provider cannot take it yet:
+ * its queues are full until completions are read, or (tcp;ofi_rxm) the
+ * connection to that peer is still being set up, which needs the peer to
+ * drive its own progress.  A few rounds of progress cover the first case;
+ * beyond that the operation is queued and wait() retries it, so that isend
+ * and irecv never block on a peer (the peer may be busy in an MPI call that
+ * waits for us).  Once something is queued, later posts queue behind it so
+ * that the provider sees them in the caller's order. */
+static int post(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int peer, uint64_t tag,
+                sampi_netdev_req_t *req)
+{
+    enum { PROGRESS_ROUNDS = 4 };
+    int rc = 0;
+    req->done = 0;
+    req->status = 0;
+    if (peer < 0 || peer >= nd->base.size) {
+        rc = -EINVAL;
+        goto fail;
+    }
+    if (len > nd->max_msg) {
+        rc = -EMSGSIZE;
+        goto fail;
+    }
+    for (int round = 0; !nd->deferred && round < PROGRESS_ROUNDS; round++) {
+        ssize_t frc = issue(nd, is_send, buf, len, peer, tag, req);
+        if (frc == 0)
+            return 0;
+        if (frc != -FI_EAGAIN) {
+            rc = neg_errno(frc);
+            goto fail;
+        }
+        int got = poll_cq(nd);
+        if (got < 0) {
+            rc = got;
+            goto fail;
+        }
+    }
+    struct deferred *d = malloc(sizeof(*d));
+    if (!d) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    *d = (struct deferred){
+        .req = req, .buf = buf, .len = len, .tag = tag, .peer = peer, .is_send = is_send};
+    *nd->deferred_tail = d;
+    nd->deferred_tail = &d->next;
+    return 0;
+fail:
+    return rc;
+}
+
+static int ofi_isend(struct sampi_netdev *base, const void *buf, size_t len, int peer, uint64_t tag,
+                     sampi_netdev_req_t *req)
+{
+    return post((struct ofi_netdev *)base, 1, (void *)buf, len, peer, tag, req);
+}
+
+static int ofi_irecv(struct sampi_netdev *base, void *buf, size_t len, int peer, uint64_t tag,
+                     sampi_netdev_req_t *req)
+{
+    return post((struct ofi_netdev *)base, 0, buf, len, peer, tag, req);
+}
+
+static int count_done(sampi_netdev_req_t *const *reqs, int n)
+{
+    int done = 0;
+    for (int i = 0; i < n; i++)
+        done += reqs[i]->done != 0;
+    return done;
+}
+
+/* Milliseconds until the deadline, rounded up, for fi_cq_sread. */
+static int ms_until(int64_t deadline_ns, int64_t now)
+{
+    int64_t left = deadline_ns - now;
+    if (left <= 0)
+        return 0;
+    int64_t ms = (left + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, int n,
+                    int64_t deadline_ns)
+{
+    /* While operations are queued, sleep at most this long: the event that
+     * lets the provider take them (a connection completing) need not wake a
+     * CQ wait. */
+    enum { DEFERRED_SLEEP_MS = 1 };
+    struct ofi_netdev *nd = (struct ofi_netdev *)base;
+    int before = count_done(reqs, n), rc = 0;
+    unsigned spins = 0;
+    if (before == n)
+        return 0;
+    for (;;) {
+        int got = nd->deferred ? flush_deferred(nd) : 0;
+        int polled = poll_cq(nd);
+        if (polled < 0) {
+            rc = polled;
+            goto fail;
+        }
+        got += polled;
+        if (got && count_done(reqs, n) > before)
+            return 0;
+        int64_t now = sampi_now_ns();
+        if (now > deadline_ns) {
+            rc = -ETIMEDOUT;
+            goto fail;
+        }
+        if (got) {
+            spins = 0;
+            continue;
+        }
+        if (nd->blocking && !nd->busy_poll) {
+            int ms = ms_until(deadline_ns, now);
+            if (nd->deferred && ms > DEFERRED_SLEEP_MS)
+                ms = DEFERRED_SLEEP_MS;
+            got = sleep_cq(nd, ms);
+            if (got < 0) {
+                rc = got;
+                goto fail;
+            }
+            if (got && count_done(reqs, n) > before)
+                return 0;
+        } else if (!nd->busy_poll) {
+            sampi_backoff(&spins);
+        }
+    }
+fail:
+    return rc;
+}
+
+static void ofi_cancel(struct sampi_netdev *base, sampi_netdev_req_t *req)
+{
+    struct ofi_netdev *nd = (struct ofi_netdev *)base;
+    if (req->done)
+        return;
+    for (struct deferred **p = &nd->deferred; *p; p = &(*p)->next) {
+        if ((*p)->req != req)
+            continue;
+        /* Never reached the provider: nothing to cancel there. */
+        struct deferred *d = *p;
+        *p = d->next;
+        if (!*p)
+            nd->deferred_tail = p;
+        free(d);
+        req->done = 1;
+        req->status = -ECANCELED;
+        return;
+    }
+    /* Receives are cancelled at once (their FI_ECANCELED completion follows
+     * on the next CQ read); a send already handed to the peer is not, and is
+     * left to complete or to be flushed when the endpoint closes.  Either
+     * way the request must not be reused until its completion was read, so
+     * drain for a short while, bounded: the peer may be gone. */
+    fi_cancel(&nd->ep->fid, &req->impl);
+    sampi_netdev_req_t *one[1] = {req};
+    int64_t deadline = sampi_now_ns() + 100 * 1000000LL;
+    while (!req->done && ofi_wait(base, one, 1, deadline) == 0)
+        ;
+    if (req->done)
+        return;
+    if (nd->n_orphans == nd->cap_orphans) {
+        size_t cap = nd->cap_orphans ? 2 * nd->cap_orphans : 8;
+        void **grown = realloc(nd->orphans, cap * sizeof(*grown));
+        if (grown) {
+            nd->orphans = grown;
+            nd->cap_orphans = cap;
+        }
+    }
+    if (nd->n_orphans < nd->cap_orphans)
+        nd->orphans[nd->n_orphans++] = &req->impl;
+    req->done = 1;
+    req->status = -ECANCELED;
+}
+
+const struct sampi_netdev_ops sampi_netdev_ofi_ops = {
+    .name = "ofi",
+    .description = "libfabric RDM tagged messages (shm on one host, tcp;ofi_rxm across hosts)",
+    .open = ofi_open,
+    .close = ofi_close,
+    .isend = ofi_isend,
+    .irecv = ofi_irecv,
+    .wait = ofi_wait,
+    .cancel = ofi_cancel,
+};
