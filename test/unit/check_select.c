@@ -17,13 +17,22 @@ START_TEST(defaults)
 {
     long long native_max = sampi_cvar_int(SAMPI_CVAR_NATIVE_MAX_BYTES);
     long long rhd_max = sampi_cvar_int(SAMPI_CVAR_RHD_MAX_BYTES);
-    ck_assert_int_lt(native_max, rhd_max);
+    long long top = native_max > rhd_max ? native_max : rhd_max;
     ck_assert_int_eq(sampi_select_auto(1, 4), SAMPI_ALGO_NATIVE);
     ck_assert_int_eq(sampi_select_auto((size_t)native_max, 4), SAMPI_ALGO_NATIVE);
-    ck_assert_int_eq(sampi_select_auto((size_t)native_max + 1, 4), SAMPI_ALGO_RHD);
-    ck_assert_int_eq(sampi_select_auto((size_t)rhd_max, 7), SAMPI_ALGO_RHD);
-    ck_assert_int_eq(sampi_select_auto((size_t)rhd_max + 1, 7), SAMPI_ALGO_RING);
+    ck_assert_int_eq(sampi_select_auto((size_t)top + 1, 7), SAMPI_ALGO_RING);
     ck_assert_int_eq(sampi_select_auto((size_t)1 << 40, 2), SAMPI_ALGO_RING);
+}
+END_TEST
+
+START_TEST(rhd_between_the_thresholds)
+{
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_NATIVE_MAX_BYTES, "8k", err, sizeof(err)), 0);
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_RHD_MAX_BYTES, "1m", err, sizeof(err)), 0);
+    ck_assert_int_eq(sampi_select_auto(8192, 4), SAMPI_ALGO_NATIVE);
+    ck_assert_int_eq(sampi_select_auto(8193, 4), SAMPI_ALGO_RHD);
+    ck_assert_int_eq(sampi_select_auto(1 << 20, 7), SAMPI_ALGO_RHD);
+    ck_assert_int_eq(sampi_select_auto((1 << 20) + 1, 7), SAMPI_ALGO_RING);
 }
 END_TEST
 
@@ -71,6 +80,7 @@ Suite *sampi_select_suite(void)
     TCase *tc = tcase_create("table");
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, defaults);
+    tcase_add_test(tc, rhd_between_the_thresholds);
     tcase_add_test(tc, thresholds_follow_variables);
     tcase_add_test(tc, forced_setting_wins);
     tcase_add_test(tc, table_is_well_formed);
