@@ -11,5 +11,7 @@ Suite *sampi_schedules_suite(void);
 Suite *sampi_config_suite(void);
 Suite *sampi_select_suite(void);
 Suite *sampi_mpit_suite(void);
+Suite *sampi_optcc_suite(void);
+Suite *sampi_stragglar_suite(void);
 
 #endif
