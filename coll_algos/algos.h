@@ -67,5 +67,12 @@ const struct sampi_algo *sampi_algo_find(const char *name);
 int sampi_allreduce_native(const struct sampi_coll_args *args);
 int sampi_allreduce_ring(const struct sampi_coll_args *args);
 int sampi_allreduce_rhd(const struct sampi_coll_args *args);
+int sampi_allreduce_stragglar(const struct sampi_coll_args *args);
+
+/* The straggler `stragglar` assumes for a call of `count` elements on n
+ * ranks, or -1 when it cannot run the call (no straggler rank known, n < 3,
+ * count < n-1, or an n the schedule builder refuses); the dispatcher then
+ * runs `ring`.  Depends only on agreed values, so every rank answers alike. */
+int sampi_stragglar_straggler(int n, size_t count);
 
 #endif

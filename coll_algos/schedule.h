@@ -17,7 +17,12 @@
 
 #include <stddef.h>
 
-enum sampi_recv_action { SAMPI_RECV_REDUCE, SAMPI_RECV_COPY };
+/* REDUCE: vector = received OP vector (the kernel's inout is the vector).
+ * REDUCE_SWAP: vector = vector OP received.  A pair that reduces the same
+ * range at both ends uses REDUCE at one end and REDUCE_SWAP at the other, so
+ * both apply the operands in the same order and end with the same bits even
+ * where the op is order-sensitive (NaN payloads under SUM, MIN, MAX). */
+enum sampi_recv_action { SAMPI_RECV_REDUCE, SAMPI_RECV_COPY, SAMPI_RECV_REDUCE_SWAP };
 
 /* A contiguous range of elements exchanged with `peer`; peer -1: none. */
 struct sampi_xfer {

@@ -13,6 +13,7 @@
  * lookup and a table walk on top of PMPI_Allreduce.
  */
 #include "comm.h"
+#include "debug_delay.h"
 #include "select.h"
 #include "sampi_internal.h"
 #include "wrap.h"
@@ -54,6 +55,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     if (!sampi_runtime_mpi_ready())
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    sampi_debug_delay_apply();
 
     struct sampi_coll_args a;
     int why = 0, rc = MPI_SUCCESS;
@@ -90,6 +92,14 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 
     enum sampi_algo_id algo =
         sampi_select(sampi_comm_algorithm_setting(c), a.count * a.dt.extent, c->size);
+    if (algo == SAMPI_ALGO_STRAGGLAR && sampi_stragglar_straggler(c->size, a.count) < 0) {
+        /* no straggler known, or too few ranks or elements: the same answer
+         * on every rank (agreed settings only), so all of them run ring */
+        rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
+        if (rc)
+            return sampi_report_error(comm, rc);
+        algo = SAMPI_ALGO_RING;
+    }
     if (algo != SAMPI_ALGO_NATIVE) {
         rc = sampi_comm_open_netdev(c);
         if (rc) /* the same answer on every rank: open is collective */

@@ -3,6 +3,7 @@
  */
 #include "comm.h"
 #include "sampi_internal.h"
+#include "stragglar_schedule.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +26,9 @@ static void state_free(struct sampi_comm *c)
     if (c->nd)
         c->nd->ops->close(c->nd);
     free(c->scratch);
+    if (c->stragglar)
+        sampi_stragglar_schedule_free(c->stragglar);
+    free(c->stragglar);
     sampi_stats_release(&c->stats);
     free(c);
 }
@@ -173,10 +177,18 @@ int sampi_comm_algorithm_setting(const struct sampi_comm *c)
 
 int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why)
 {
+    return sampi_comm_note_substitute(c, why, SAMPI_ALGO_NATIVE);
+}
+
+int sampi_comm_note_substitute(struct sampi_comm *c, enum sampi_fallback_reason why,
+                               enum sampi_algo_id instead)
+{
+    const char *target =
+        instead == SAMPI_ALGO_NATIVE ? "PMPI_Allreduce" : sampi_algos[instead].name;
     sampi_stat_add(&sampi_process_stats.fallbacks[why], 1);
     if (c) {
         sampi_stat_add(&c->stats.fallbacks[why], 1);
-        atomic_store_explicit(&c->last_algo, SAMPI_ALGO_NATIVE, memory_order_relaxed);
+        atomic_store_explicit(&c->last_algo, instead, memory_order_relaxed);
     }
     int setting = sampi_comm_algorithm_setting(c);
     if (setting == SAMPI_ALGO_AUTO || setting == SAMPI_ALGO_NATIVE)
@@ -195,9 +207,9 @@ int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason wh
         if (c)
             c->warned |= bit;
         if (!(before & bit))
-            sampi_log_warn("%s cannot run a call (reason: %s): using PMPI_Allreduce "
+            sampi_log_warn("%s cannot run a call (reason: %s): using %s "
                            "(set SAMPI_FALLBACK=silent to hide this)",
-                           sampi_algos[setting].name, sampi_fallback_reason_names[why]);
+                           sampi_algos[setting].name, sampi_fallback_reason_names[why], target);
         return 0;
     }
     case SAMPI_FALLBACK_SILENT:

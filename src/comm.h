@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sampi_stragglar_schedule;
+
 struct sampi_comm {
     MPI_Comm comm;
     int rank, size;
@@ -32,6 +34,8 @@ struct sampi_comm {
     _Atomic int last_algo; /* -1 before the first call */
     uint64_t seq;          /* calls that used the data path */
     void *scratch;         /* receive buffer for reductions */
+    /* the last stragglar schedule built, reused while n and the straggler stay */
+    struct sampi_stragglar_schedule *stragglar;
     size_t scratch_size;
     unsigned warned; /* fallback reasons already reported (bit per reason) */
     struct sampi_stats stats;
@@ -59,6 +63,11 @@ void *sampi_comm_scratch(struct sampi_comm *c, size_t size);
  * an algorithm, report it according to sampi_fallback.  0: go on with PMPI;
  * -ENOTSUP: sampi_fallback=error, fail the call. */
 int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why);
+
+/* The same, for a call the forced algorithm cannot run that goes to the SAMPI
+ * algorithm `instead` rather than to PMPI_Allreduce. */
+int sampi_comm_note_substitute(struct sampi_comm *c, enum sampi_fallback_reason why,
+                               enum sampi_algo_id instead);
 
 /* The algorithm setting in force for c: its own, else sampi_algorithm. */
 int sampi_comm_algorithm_setting(const struct sampi_comm *c);

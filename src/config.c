@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "log.h"
+#include "debug_delay.h"
 #include "pin.h"
 
 #include <mpi.h>
@@ -121,11 +122,18 @@ static int validate_pin(const char *text, char *err, size_t errlen)
     return sampi_pin_parse_list(text, &mask, err, errlen);
 }
 
+static int validate_debug_delay(const char *text, char *err, size_t errlen)
+{
+    double ms, jitter;
+    return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
+}
+
 static const struct {
     enum sampi_cvar_id id;
     int (*validate)(const char *text, char *err, size_t errlen);
 } string_validators[] = {
     {SAMPI_CVAR_PIN, validate_pin},
+    {SAMPI_CVAR_DEBUG_DELAY, validate_debug_delay},
 };
 
 int sampi_cvar_enum_index(enum sampi_cvar_id id, const char *item)
@@ -198,9 +206,11 @@ int sampi_cvar_set(enum sampi_cvar_id id, const char *text, char *err, size_t er
     if (rc)
         return rc;
     if (sampi_cvar_descs[id].type == SAMPI_CVAR_TYPE_STRING) {
+        static _Atomic long long generations;
         pthread_mutex_lock(&string_lock);
         snprintf(string_values[id], SAMPI_CVAR_STRING_MAX, "%s", text ? text : "");
         pthread_mutex_unlock(&string_lock);
+        v = atomic_fetch_add(&generations, 1) + 1;
     }
     atomic_store(&int_values[id], v);
     return 0;
@@ -264,6 +274,7 @@ uint32_t sampi_config_pattern_hash(void)
     static const enum sampi_cvar_id pattern[] = {
         SAMPI_CVAR_ALGORITHM,        SAMPI_CVAR_NETDEV,        SAMPI_CVAR_OFI_PROVIDER,
         SAMPI_CVAR_NATIVE_MAX_BYTES, SAMPI_CVAR_RHD_MAX_BYTES, SAMPI_CVAR_SEGMENT_BYTES,
+        SAMPI_CVAR_STRAGGLAR_RANK,
     };
     uint32_t h = 2166136261u; /* FNV-1a over the values' text */
     char buf[SAMPI_CVAR_STRING_MAX];

@@ -73,7 +73,9 @@ int sampi_cvar_parse(enum sampi_cvar_id id, const char *text, long long *value, 
                      size_t errlen);
 /* Parse and store.  Same return as sampi_cvar_parse; on error nothing changes. */
 int sampi_cvar_set(enum sampi_cvar_id id, const char *text, char *err, size_t errlen);
-/* Current value: integer / bool / enum index. */
+/* Current value: integer / bool / enum index.  For a STRING variable, a number
+ * that changes at every write (a generation), so that code deriving something
+ * from the text can cache it and re-derive only when this changes. */
 long long sampi_cvar_int(enum sampi_cvar_id id);
 /* Current value as text (enum item name, string, or decimal integer) into buf. */
 const char *sampi_cvar_text(enum sampi_cvar_id id, char *buf, size_t len);

@@ -66,6 +66,22 @@ static int64_t deadline_from_now(void)
     return ms ? sampi_now_ns() + ms * 1000000 : INT64_MAX;
 }
 
+/* Whether a send of this round that has not completed still reads
+ * [lo, hi) of the vector.  A pair that exchanges the same range in one round
+ * (StragglAR's exchange with the straggler) must not reduce into it before its
+ * own send of that range is done: the transport may still be reading it. */
+static int send_still_reads(const struct sampi_round *rd, size_t seg, size_t nsend,
+                            const sampi_netdev_req_t *sends, size_t lo, size_t hi)
+{
+    size_t so = rd->send.offset, se = rd->send.offset + rd->send.count;
+    if (nsend == 0 || hi <= so || lo >= se)
+        return 0;
+    for (size_t j = lo > so ? (lo - so) / seg : 0; j < nsend && so + j * seg < hi; j++)
+        if (!sends[j].done)
+            return 1;
+    return 0;
+}
+
 static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, uint64_t seq,
                      int index, const struct sampi_round *rd, size_t seg, char *scratch,
                      struct round_state *st)
@@ -81,8 +97,8 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
 
     for (size_t s = 0; s < nrecv; s++, posted++) {
         size_t off = s * seg, len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
-        char *dst = rd->action == SAMPI_RECV_REDUCE ? scratch + off * ext
-                                                    : buf + (rd->recv.offset + off) * ext;
+        char *dst = rd->action != SAMPI_RECV_COPY ? scratch + off * ext
+                                                  : buf + (rd->recv.offset + off) * ext;
         st->reduced[s] = 0;
         rc = nd->ops->irecv(nd, dst, len * ext, rd->recv.peer,
                             sampi_netdev_tag(seq, (unsigned)index, (unsigned)s), &st->reqs[s]);
@@ -124,14 +140,24 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
                 goto fail;
             }
             if (i < nrecv && !st->reduced[i]) {
-                st->reduced[i] = 1;
-                progressed = 1;
+                size_t off = i * seg;
+                size_t len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
+                char *vec = buf + (rd->recv.offset + off) * ext;
                 if (st->first_wait_ns < 0)
                     st->first_wait_ns = sampi_now_ns() - posted_at;
+                if (rd->action != SAMPI_RECV_COPY &&
+                    send_still_reads(rd, seg, nsend, &st->reqs[nrecv], rd->recv.offset + off,
+                                     rd->recv.offset + off + len)) {
+                    left++; /* reduced once that send completes */
+                    continue;
+                }
+                st->reduced[i] = 1;
+                progressed = 1;
                 if (rd->action == SAMPI_RECV_REDUCE) {
-                    size_t off = i * seg;
-                    size_t len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
-                    a->reduce(buf + (rd->recv.offset + off) * ext, scratch + off * ext, len);
+                    a->reduce(vec, scratch + off * ext, len);
+                } else if (rd->action == SAMPI_RECV_REDUCE_SWAP) {
+                    a->reduce(scratch + off * ext, vec, len);
+                    memcpy(vec, scratch + off * ext, len * ext);
                 }
             }
         }
@@ -167,7 +193,7 @@ int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_rou
         size_t s = rounds[i].send.peer >= 0 ? rounds[i].send.count : 0;
         longest = r > longest ? r : longest;
         longest = s > longest ? s : longest;
-        if (rounds[i].action == SAMPI_RECV_REDUCE && r > scratch_elems)
+        if (rounds[i].action != SAMPI_RECV_COPY && r > scratch_elems)
             scratch_elems = r;
     }
     size_t seg = (size_t)sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES) / ext;

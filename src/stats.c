@@ -12,6 +12,7 @@ const char *const sampi_fallback_reason_names[SAMPI_FALLBACK__COUNT] = {
     [SAMPI_FALLBACK_DATATYPE] = "datatype", [SAMPI_FALLBACK_OP] = "op",
     [SAMPI_FALLBACK_COMM] = "communicator", [SAMPI_FALLBACK_COUNT_LARGE] = "count",
     [SAMPI_FALLBACK_BROKEN] = "broken",     [SAMPI_FALLBACK_MISMATCH] = "config-mismatch",
+    [SAMPI_FALLBACK_UNSUITED] = "unsuited",
 };
 
 struct sampi_stats sampi_process_stats;

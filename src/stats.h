@@ -22,6 +22,7 @@ enum sampi_fallback_reason {
     SAMPI_FALLBACK_COUNT_LARGE, /* count x extent beyond what the data path takes */
     SAMPI_FALLBACK_BROKEN,      /* an earlier error left the communicator's data path unusable */
     SAMPI_FALLBACK_MISMATCH,    /* ranks were configured differently */
+    SAMPI_FALLBACK_UNSUITED,    /* the forced algorithm cannot run this call: it ran as ring */
     SAMPI_FALLBACK__COUNT
 };
 

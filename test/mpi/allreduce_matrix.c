@@ -12,7 +12,10 @@
  *     place and copies it);
  *   - the send buffer must be untouched and nothing past `count` written;
  *   - sampi_comm_last_algorithm must name the forced algorithm, or "native"
- *     when the call is not eligible (communicator of one rank).
+ *     when the call is not eligible (communicator of one rank); `stragglar`
+ *     (straggler from SAMPI_STRAGGLAR_RANK, as the library reads it) runs
+ *     "ring" instead on fewer than 3 ranks, fewer than size-1 elements, or
+ *     with no straggler rank inside the communicator.
  * Then the cases that must fall back (user-defined ops, a derived datatype)
  * and one NaN/signed-zero case whose only portable property is that all
  * ranks agree.
@@ -183,7 +186,7 @@ static const struct {
     MPI_Op op;
 } big_pairs[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}};
 
-static const char *const algos[] = {"native", "ring", "rhd", "auto"};
+static const char *const algos[] = {"native", "ring", "rhd", "stragglar", "auto"};
 #define NALGOS (sizeof algos / sizeof algos[0])
 
 /* ------------------------------------------------------------ run state */
@@ -426,11 +429,22 @@ static int guard_intact(const unsigned char *p, size_t n)
     return 1;
 }
 
-/* What sampi_comm_last_algorithm may say after a call with `alg` forced. */
-static int algo_as_expected(const char *alg, const char *got, int eligible, size_t count)
+/* Whether a call forced to `stragglar` runs it rather than `ring`. */
+static int stragglar_runs(int size, size_t count)
 {
+    const char *env = getenv("SAMPI_STRAGGLAR_RANK");
+    long s = env ? strtol(env, NULL, 10) : -1;
+    return size >= 3 && s >= 0 && s < size && count >= (size_t)size - 1;
+}
+
+/* What sampi_comm_last_algorithm may say after a call with `alg` forced. */
+static int algo_as_expected(const char *alg, const char *got, int size, size_t count)
+{
+    int eligible = size > 1;
     if (!eligible || strcmp(alg, "native") == 0)
         return strcmp(got, "native") == 0;
+    if (strcmp(alg, "stragglar") == 0 && count > 0 && !stragglar_runs(size, count))
+        return strcmp(got, "ring") == 0;
     if (strcmp(alg, "auto") == 0)
         return strcmp(got, "native") == 0 || strcmp(got, "ring") == 0 || strcmp(got, "rhd") == 0;
     /* With nothing to reduce, handing the call to Open MPI is as good. */
@@ -458,7 +472,7 @@ static void run_one(struct ctx *x, struct tcase *k, const char *alg, int inplace
         mt_fail(&x->st, "%s: MPI_Allreduce returned %d", what, rc);
 
     const char *ran = sampi_comm_last_algorithm(k->c->comm);
-    if (!algo_as_expected(alg, ran ? ran : "(null)", k->c->size > 1, k->count))
+    if (!algo_as_expected(alg, ran ? ran : "(null)", k->c->size, k->count))
         mt_fail(&x->st, "%s: sampi_comm_last_algorithm says '%s'", what, ran ? ran : "(null)");
     if (!inplace && memcmp(k->send, k->pristine, bytes) != 0)
         mt_fail(&x->st, "%s: send buffer modified", what);
@@ -583,7 +597,7 @@ static void run_fallback(struct ctx *x, const struct tcomm *c, MPI_Datatype dt, 
                          MPI_Op op, const char *oname, int elems_per_item)
 {
     enum { COUNT = 1000 };
-    static const char *const forced[] = {"ring", "rhd"};
+    static const char *const forced[] = {"ring", "rhd", "stragglar"};
     size_t bytes = sizeof(int) * COUNT * (size_t)elems_per_item;
     int *in = mt_malloc(bytes), *got = mt_malloc(bytes), *ref = mt_malloc(bytes);
     for (size_t i = 0; i < bytes / sizeof(int); i++)
@@ -591,7 +605,7 @@ static void run_fallback(struct ctx *x, const struct tcomm *c, MPI_Datatype dt, 
     int ref_rc = PMPI_Allreduce(in, ref, COUNT, dt, op, c->comm), ref_cls = MPI_SUCCESS;
     if (ref_rc != MPI_SUCCESS)
         PMPI_Error_class(ref_rc, &ref_cls);
-    for (size_t a = 0; a < 2; a++) {
+    for (size_t a = 0; a < sizeof forced / sizeof forced[0]; a++) {
         char what[256];
         snprintf(what, sizeof what,
                  "np=%d comm=%s(size %d) alg=%s type=%s op=%s count=%d (fallback)", x->wsize,

@@ -4,6 +4,7 @@
  */
 #include "algos.h"
 #include "config.h"
+#include "debug_delay.h"
 #include "netdev.h"
 #include "pin.h"
 #include "suites.h"
@@ -165,6 +166,37 @@ START_TEST(pin_lists)
 }
 END_TEST
 
+START_TEST(debug_delay_entries)
+{
+    double ms, jitter;
+    ck_assert_int_eq(sampi_debug_delay_parse("", 3, &ms, &jitter, err, sizeof(err)), 0);
+    ck_assert(ms == 0 && jitter == 0);
+    ck_assert_int_eq(sampi_debug_delay_parse("3:20", 3, &ms, &jitter, err, sizeof(err)), 0);
+    ck_assert(ms == 20 && jitter == 0);
+    ck_assert_int_eq(sampi_debug_delay_parse("3:20", 2, &ms, &jitter, err, sizeof(err)), 0);
+    ck_assert(ms == 0);
+    ck_assert_int_eq(sampi_debug_delay_parse("1:5:2.5,6:20", 1, &ms, &jitter, err, sizeof(err)), 0);
+    ck_assert(ms == 5 && jitter == 2.5);
+    ck_assert_int_eq(sampi_debug_delay_parse("*:1,6:20", 6, &ms, &jitter, err, sizeof(err)), 0);
+    ck_assert(ms == 20); /* the last entry naming a rank wins */
+    ck_assert_int_eq(sampi_debug_delay_parse("*:1,6:20", 4, &ms, &jitter, err, sizeof(err)), 0);
+    ck_assert(ms == 1);
+    const char *bad[] = {"3", "3:", "x:1", "-1:5", "3:-2", "3:5:", "3:5;4:1", "3:9999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(sampi_debug_delay_parse(bad[i], 3, &ms, &jitter, err, sizeof(err)) == -EINVAL,
+                      "'%s' accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(err, "sampi_debug_delay"));
+    }
+    /* the registry refuses a bad value and keeps the old one */
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_DEBUG_DELAY, "2:1", err, sizeof(err)), 0);
+    long long generation = sampi_cvar_int(SAMPI_CVAR_DEBUG_DELAY);
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_DEBUG_DELAY, "2:", err, sizeof(err)), -EINVAL);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_DEBUG_DELAY), generation);
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_DEBUG_DELAY, "", err, sizeof(err)), 0);
+    ck_assert_int_ne(sampi_cvar_int(SAMPI_CVAR_DEBUG_DELAY), generation); /* a new generation */
+}
+END_TEST
+
 Suite *sampi_config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -179,6 +211,7 @@ Suite *sampi_config_suite(void)
     tcase_add_test(tc, env_names);
     tcase_add_test(tc, pattern_hash_tracks_pattern_only);
     tcase_add_test(tc, pin_lists);
+    tcase_add_test(tc, debug_delay_entries);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,115 @@
+/*
+ * debug_delay.c - the SAMPI_DEBUG_DELAY straggler injector.
+ *
+ * The text is parsed again only when the variable changes (its generation,
+ * see config.h), so the cost on every MPI_Allreduce is one atomic load when
+ * the variable is empty.
+ */
+#include "debug_delay.h"
+#include "sampi_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_DELAY_MS 600000.0
+
+static int bad(char *err, size_t errlen, const char *text, const char *why)
+{
+    snprintf(err, errlen,
+             "sampi_debug_delay: '%s' %s (accepted: rank:ms[:jitter_ms] entries separated by "
+             "commas, rank a number or *, times 0 to %.0f ms)",
+             text, why, MAX_DELAY_MS);
+    return -EINVAL;
+}
+
+static int parse_ms(const char *p, char **end, double *out)
+{
+    *out = strtod(p, end);
+    return *end != p && *out >= 0 && *out <= MAX_DELAY_MS;
+}
+
+int sampi_debug_delay_parse(const char *text, int rank, double *ms, double *jitter_ms, char *err,
+                            size_t errlen)
+{
+    *ms = *jitter_ms = 0;
+    if (!text || !*text)
+        return 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        int all = *p == '*';
+        long r = -1;
+        if (all) {
+            end = (char *)p + 1;
+        } else {
+            r = strtol(p, &end, 10);
+            if (end == p || r < 0)
+                return bad(err, errlen, text, "names no rank");
+        }
+        if (*end != ':')
+            return bad(err, errlen, text, "lacks ':ms' after a rank");
+        double d, j = 0;
+        if (!parse_ms(end + 1, &end, &d))
+            return bad(err, errlen, text, "has a bad delay");
+        if (*end == ':' && !parse_ms(end + 1, &end, &j))
+            return bad(err, errlen, text, "has a bad jitter");
+        if (*end != ',' && *end != '\0')
+            return bad(err, errlen, text, "has text after an entry");
+        if (all || r == rank) {
+            *ms = d;
+            *jitter_ms = j;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+static _Atomic long long cached_generation = -1;
+static _Atomic long long delay_us, jitter_us;
+static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void refresh(long long generation)
+{
+    pthread_mutex_lock(&refresh_lock);
+    if (atomic_load(&cached_generation) != generation) {
+        char text[SAMPI_CVAR_STRING_MAX], err[256];
+        double ms = 0, jitter = 0;
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        sampi_cvar_text(SAMPI_CVAR_DEBUG_DELAY, text, sizeof(text));
+        sampi_debug_delay_parse(text, rank, &ms, &jitter, err, sizeof(err)); /* validated on set */
+        atomic_store(&delay_us, (long long)(ms * 1000));
+        atomic_store(&jitter_us, (long long)(jitter * 1000));
+        atomic_store(&cached_generation, generation);
+        if (ms > 0 || jitter > 0)
+            sampi_log_warn("debug: sampi_debug_delay makes this rank sleep %.3f ms (+ up to %.3f "
+                           "ms) before every MPI_Allreduce",
+                           ms, jitter);
+    }
+    pthread_mutex_unlock(&refresh_lock);
+}
+
+void sampi_debug_delay_apply(void)
+{
+    long long generation = sampi_cvar_int(SAMPI_CVAR_DEBUG_DELAY);
+    if (atomic_load_explicit(&cached_generation, memory_order_acquire) != generation)
+        refresh(generation);
+    long long us = atomic_load_explicit(&delay_us, memory_order_relaxed);
+    long long jit = atomic_load_explicit(&jitter_us, memory_order_relaxed);
+    if (us <= 0 && jit <= 0)
+        return;
+    static _Thread_local unsigned seed;
+    if (!seed)
+        seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&seed;
+    if (jit > 0)
+        us += (long long)((double)rand_r(&seed) / RAND_MAX * (double)jit);
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
