@@ -75,4 +75,20 @@ int sampi_allreduce_stragglar(const struct sampi_coll_args *args);
  * runs `ring`.  Depends only on agreed values, so every rank answers alike. */
 int sampi_stragglar_straggler(int n, size_t count);
 
+int sampi_allreduce_optcc(const struct sampi_coll_args *args);
+
+/* sampi_optcc_slowdown's text: "" (none: *rank = -1) or "rank:l", one
+ * degraded rank with slowdown 1 <= l <= 4096.  0, or -EINVAL with a message
+ * naming the variable in err. */
+int sampi_optcc_slowdown_parse(const char *text, int *rank, double *l, char *err, size_t errlen);
+
+/* The degraded rank, slowdown and segment count `optcc` uses for a call of
+ * `count` elements of `extent` bytes on p ranks: 0, or -1 when it cannot run
+ * the call (no degraded rank inside the communicator, p < 3, count <
+ * 4(p-1)); the dispatcher then runs `ring`.  Agreed values only. */
+int sampi_optcc_params(int p, size_t count, size_t extent, int *rank, double *l, int *k);
+
+struct sampi_optcc_cache;
+void sampi_optcc_cache_free(struct sampi_optcc_cache *oc);
+
 #endif

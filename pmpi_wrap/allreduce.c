@@ -100,6 +100,17 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
             return sampi_report_error(comm, rc);
         algo = SAMPI_ALGO_RING;
     }
+    if (algo == SAMPI_ALGO_OPTCC) {
+        int z, k;
+        double l;
+        if (sampi_optcc_params(c->size, a.count, a.dt.extent, &z, &l, &k)) {
+            /* same reasoning as for stragglar: agreed settings only */
+            rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
+            if (rc)
+                return sampi_report_error(comm, rc);
+            algo = SAMPI_ALGO_RING;
+        }
+    }
     if (algo != SAMPI_ALGO_NATIVE) {
         rc = sampi_comm_open_netdev(c);
         if (rc) /* the same answer on every rank: open is collective */

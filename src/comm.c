@@ -29,6 +29,7 @@ static void state_free(struct sampi_comm *c)
     if (c->stragglar)
         sampi_stragglar_schedule_free(c->stragglar);
     free(c->stragglar);
+    sampi_optcc_cache_free(c->optcc);
     sampi_stats_release(&c->stats);
     free(c);
 }

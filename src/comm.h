@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 struct sampi_stragglar_schedule;
+struct sampi_optcc_cache;
 
 struct sampi_comm {
     MPI_Comm comm;
@@ -36,6 +37,8 @@ struct sampi_comm {
     void *scratch;         /* receive buffer for reductions */
     /* the last stragglar schedule built, reused while n and the straggler stay */
     struct sampi_stragglar_schedule *stragglar;
+    /* optcc's schedule and this rank's rounds, reused while p, z, l, k, n stay */
+    struct sampi_optcc_cache *optcc;
     size_t scratch_size;
     unsigned warned; /* fallback reasons already reported (bit per reason) */
     struct sampi_stats stats;

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "debug_delay.h"
 #include "pin.h"
+#include "algos.h"
 
 #include <mpi.h>
 
@@ -128,12 +129,20 @@ static int validate_debug_delay(const char *text, char *err, size_t errlen)
     return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
 }
 
+static int validate_optcc_slowdown(const char *text, char *err, size_t errlen)
+{
+    int rank;
+    double l;
+    return sampi_optcc_slowdown_parse(text, &rank, &l, err, errlen);
+}
+
 static const struct {
     enum sampi_cvar_id id;
     int (*validate)(const char *text, char *err, size_t errlen);
 } string_validators[] = {
     {SAMPI_CVAR_PIN, validate_pin},
     {SAMPI_CVAR_DEBUG_DELAY, validate_debug_delay},
+    {SAMPI_CVAR_OPTCC_SLOWDOWN, validate_optcc_slowdown},
 };
 
 int sampi_cvar_enum_index(enum sampi_cvar_id id, const char *item)
@@ -272,9 +281,9 @@ uint32_t sampi_config_pattern_hash(void)
     /* Only what shapes the message pattern: verbosity, pinning and polling may
      * differ between ranks without harm. */
     static const enum sampi_cvar_id pattern[] = {
-        SAMPI_CVAR_ALGORITHM,        SAMPI_CVAR_NETDEV,        SAMPI_CVAR_OFI_PROVIDER,
-        SAMPI_CVAR_NATIVE_MAX_BYTES, SAMPI_CVAR_RHD_MAX_BYTES, SAMPI_CVAR_SEGMENT_BYTES,
-        SAMPI_CVAR_STRAGGLAR_RANK,
+        SAMPI_CVAR_ALGORITHM,        SAMPI_CVAR_NETDEV,         SAMPI_CVAR_OFI_PROVIDER,
+        SAMPI_CVAR_NATIVE_MAX_BYTES, SAMPI_CVAR_RHD_MAX_BYTES,  SAMPI_CVAR_SEGMENT_BYTES,
+        SAMPI_CVAR_STRAGGLAR_RANK,   SAMPI_CVAR_OPTCC_SLOWDOWN,
     };
     uint32_t h = 2166136261u; /* FNV-1a over the values' text */
     char buf[SAMPI_CVAR_STRING_MAX];

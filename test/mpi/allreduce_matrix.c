@@ -15,7 +15,9 @@
  *     when the call is not eligible (communicator of one rank); `stragglar`
  *     (straggler from SAMPI_STRAGGLAR_RANK, as the library reads it) runs
  *     "ring" instead on fewer than 3 ranks, fewer than size-1 elements, or
- *     with no straggler rank inside the communicator.
+ *     with no straggler rank inside the communicator; `optcc` (degraded
+ *     rank and slowdown from SAMPI_OPTCC_SLOWDOWN) likewise on fewer than 3
+ *     ranks, fewer than 4(size-1) elements, or no degraded rank inside it.
  * Then the cases that must fall back (user-defined ops, a derived datatype)
  * and one NaN/signed-zero case whose only portable property is that all
  * ranks agree.
@@ -186,7 +188,7 @@ static const struct {
     MPI_Op op;
 } big_pairs[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}};
 
-static const char *const algos[] = {"native", "ring", "rhd", "stragglar", "auto"};
+static const char *const algos[] = {"native", "ring", "rhd", "stragglar", "optcc", "auto"};
 #define NALGOS (sizeof algos / sizeof algos[0])
 
 /* ------------------------------------------------------------ run state */
@@ -437,6 +439,16 @@ static int stragglar_runs(int size, size_t count)
     return size >= 3 && s >= 0 && s < size && count >= (size_t)size - 1;
 }
 
+/* Whether a call forced to `optcc` runs it rather than `ring`: a degraded
+ * rank from SAMPI_OPTCC_SLOWDOWN ("rank:l") inside the communicator, at
+ * least 3 ranks and 4(size-1) elements. */
+static int optcc_runs(int size, size_t count)
+{
+    const char *env = getenv("SAMPI_OPTCC_SLOWDOWN");
+    long z = env && *env ? strtol(env, NULL, 10) : -1;
+    return size >= 3 && z >= 0 && z < size && count >= 4 * ((size_t)size - 1);
+}
+
 /* What sampi_comm_last_algorithm may say after a call with `alg` forced. */
 static int algo_as_expected(const char *alg, const char *got, int size, size_t count)
 {
@@ -444,6 +456,8 @@ static int algo_as_expected(const char *alg, const char *got, int size, size_t c
     if (!eligible || strcmp(alg, "native") == 0)
         return strcmp(got, "native") == 0;
     if (strcmp(alg, "stragglar") == 0 && count > 0 && !stragglar_runs(size, count))
+        return strcmp(got, "ring") == 0;
+    if (strcmp(alg, "optcc") == 0 && count > 0 && !optcc_runs(size, count))
         return strcmp(got, "ring") == 0;
     if (strcmp(alg, "auto") == 0)
         return strcmp(got, "native") == 0 || strcmp(got, "ring") == 0 || strcmp(got, "rhd") == 0;
@@ -597,7 +611,7 @@ static void run_fallback(struct ctx *x, const struct tcomm *c, MPI_Datatype dt, 
                          MPI_Op op, const char *oname, int elems_per_item)
 {
     enum { COUNT = 1000 };
-    static const char *const forced[] = {"ring", "rhd", "stragglar"};
+    static const char *const forced[] = {"ring", "rhd", "stragglar", "optcc"};
     size_t bytes = sizeof(int) * COUNT * (size_t)elems_per_item;
     int *in = mt_malloc(bytes), *got = mt_malloc(bytes), *ref = mt_malloc(bytes);
     for (size_t i = 0; i < bytes / sizeof(int); i++)

@@ -197,6 +197,34 @@ START_TEST(debug_delay_entries)
 }
 END_TEST
 
+START_TEST(optcc_slowdown_entries)
+{
+    int rank;
+    double l;
+    ck_assert_int_eq(sampi_optcc_slowdown_parse("", &rank, &l, err, sizeof(err)), 0);
+    ck_assert_int_eq(rank, -1);
+    ck_assert_int_eq(sampi_optcc_slowdown_parse("3:2", &rank, &l, err, sizeof(err)), 0);
+    ck_assert(rank == 3 && l == 2.0);
+    ck_assert_int_eq(sampi_optcc_slowdown_parse("0:1.5", &rank, &l, err, sizeof(err)), 0);
+    ck_assert(rank == 0 && l == 1.5);
+    const char *bad[] = {"3",    "3:",   ":2",      "x:2",   "-1:2", "3:0.5",
+                         "3:-2", "3:2x", "3:2,4:2", "3:1e9", "3: 2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(sampi_optcc_slowdown_parse(bad[i], &rank, &l, err, sizeof(err)) == -EINVAL,
+                      "'%s' accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(err, "rank:l"));
+        parse_bad(SAMPI_CVAR_OPTCC_SLOWDOWN, bad[i], "rank:l");
+    }
+    parse_ok(SAMPI_CVAR_OPTCC_SLOWDOWN, "7:1.33");
+    /* part of the agreement hash */
+    sampi_config_load();
+    uint32_t h0 = sampi_config_pattern_hash();
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_OPTCC_SLOWDOWN, "1:2", err, sizeof(err)), 0);
+    ck_assert_uint_ne(sampi_config_pattern_hash(), h0);
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_OPTCC_SLOWDOWN, "", err, sizeof(err)), 0);
+}
+END_TEST
+
 Suite *sampi_config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -212,6 +240,7 @@ Suite *sampi_config_suite(void)
     tcase_add_test(tc, pattern_hash_tracks_pattern_only);
     tcase_add_test(tc, pin_lists);
     tcase_add_test(tc, debug_delay_entries);
+    tcase_add_test(tc, optcc_slowdown_entries);
     suite_add_tcase(s, tc);
     return s;
 }
