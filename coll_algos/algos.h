@@ -56,6 +56,9 @@ struct sampi_algo {
     const char *name;
     unsigned caps;
     sampi_algo_run_fn run;
+    /* NULL, or non-zero when the algorithm can run this call; decided from
+     * inputs identical on every rank, so all ranks agree */
+    int (*suited)(const struct sampi_coll_args *args);
     const char *description;
 };
 
@@ -74,6 +77,7 @@ int sampi_allreduce_stragglar(const struct sampi_coll_args *args);
  * count < n-1, or an n the schedule builder refuses); the dispatcher then
  * runs `ring`.  Depends only on agreed values, so every rank answers alike. */
 int sampi_stragglar_straggler(int n, size_t count);
+int sampi_stragglar_suited(const struct sampi_coll_args *args);
 
 int sampi_allreduce_optcc(const struct sampi_coll_args *args);
 
@@ -87,6 +91,7 @@ int sampi_optcc_slowdown_parse(const char *text, int *rank, double *l, char *err
  * the call (no degraded rank inside the communicator, p < 3, count <
  * 4(p-1)); the dispatcher then runs `ring`.  Agreed values only. */
 int sampi_optcc_params(int p, size_t count, size_t extent, int *rank, double *l, int *k);
+int sampi_optcc_suited(const struct sampi_coll_args *args);
 
 struct sampi_optcc_cache;
 void sampi_optcc_cache_free(struct sampi_optcc_cache *oc);

@@ -101,6 +101,13 @@ int sampi_optcc_params(int p, size_t count, size_t extent, int *rank, double *l,
     return 0;
 }
 
+int sampi_optcc_suited(const struct sampi_coll_args *a)
+{
+    int z, k;
+    double l;
+    return sampi_optcc_params(a->state->size, a->count, a->dt.extent, &z, &l, &k) == 0;
+}
+
 void sampi_optcc_cache_free(struct sampi_optcc_cache *oc)
 {
     if (!oc)

@@ -62,6 +62,11 @@ int sampi_stragglar_straggler(int n, size_t count)
     return (int)s;
 }
 
+int sampi_stragglar_suited(const struct sampi_coll_args *a)
+{
+    return sampi_stragglar_straggler(a->state->size, a->count) >= 0;
+}
+
 /* The schedule for (n, s), built once per communicator and straggler: a
  * matching per round is too dear to redo on every call. */
 static int cached_schedule(struct sampi_comm *c, int s, const struct sampi_stragglar_schedule **out)

@@ -92,24 +92,13 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 
     enum sampi_algo_id algo =
         sampi_select(sampi_comm_algorithm_setting(c), a.count * a.dt.extent, c->size);
-    if (algo == SAMPI_ALGO_STRAGGLAR && sampi_stragglar_straggler(c->size, a.count) < 0) {
-        /* no straggler known, or too few ranks or elements: the same answer
-         * on every rank (agreed settings only), so all of them run ring */
+    if (sampi_algos[algo].suited && !sampi_algos[algo].suited(&a)) {
+        /* e.g. no straggler or degraded rank known, too few ranks or elements:
+         * decided from agreed inputs, so every rank runs ring instead */
         rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
         if (rc)
             return sampi_report_error(comm, rc);
         algo = SAMPI_ALGO_RING;
-    }
-    if (algo == SAMPI_ALGO_OPTCC) {
-        int z, k;
-        double l;
-        if (sampi_optcc_params(c->size, a.count, a.dt.extent, &z, &l, &k)) {
-            /* same reasoning as for stragglar: agreed settings only */
-            rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
-            if (rc)
-                return sampi_report_error(comm, rc);
-            algo = SAMPI_ALGO_RING;
-        }
     }
     if (algo != SAMPI_ALGO_NATIVE) {
         rc = sampi_comm_open_netdev(c);
