@@ -77,15 +77,22 @@ static void mpi_close(struct sampi_netdev *base)
     free(nd);
 }
 
+/* What a send and a receive share before they are posted. */
+static int start_request(sampi_netdev_req_t *req, size_t len)
+{
+    req->done = 0;
+    req->status = 0;
+    return len > INT_MAX ? -EMSGSIZE : 0;
+}
+
 static int mpi_isend(struct sampi_netdev *base, const void *buf, size_t len, int peer, uint64_t tag,
                      sampi_netdev_req_t *req)
 {
     struct mpi_netdev *nd = (struct mpi_netdev *)base;
-    req->done = 0;
-    req->status = 0;
-    if (len > INT_MAX)
-        return -EMSGSIZE;
-    int rc = PMPI_Isend(buf, (int)len, MPI_BYTE, peer, mpi_tag(nd, tag), nd->comm, &req->impl.mpi);
+    int rc = start_request(req, len);
+    if (rc)
+        return rc;
+    rc = PMPI_Isend(buf, (int)len, MPI_BYTE, peer, mpi_tag(nd, tag), nd->comm, &req->impl.mpi);
     return rc == MPI_SUCCESS ? 0 : -EIO;
 }
 
@@ -93,11 +100,10 @@ static int mpi_irecv(struct sampi_netdev *base, void *buf, size_t len, int peer,
                      sampi_netdev_req_t *req)
 {
     struct mpi_netdev *nd = (struct mpi_netdev *)base;
-    req->done = 0;
-    req->status = 0;
-    if (len > INT_MAX)
-        return -EMSGSIZE;
-    int rc = PMPI_Irecv(buf, (int)len, MPI_BYTE, peer, mpi_tag(nd, tag), nd->comm, &req->impl.mpi);
+    int rc = start_request(req, len);
+    if (rc)
+        return rc;
+    rc = PMPI_Irecv(buf, (int)len, MPI_BYTE, peer, mpi_tag(nd, tag), nd->comm, &req->impl.mpi);
     return rc == MPI_SUCCESS ? 0 : -EIO;
 }
 
