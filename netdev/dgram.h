@@ -1,0 +1,65 @@
+/*
+ * dgram.h - SAMPI's datagram transport interface.
+ *
+ * optireduce trades reliability for a bounded tail: it sends its data as
+ * datagrams and drops what has not arrived by a deadline.  It therefore needs
+ * a transport with the opposite contract from netdev.h's tagged messages:
+ *
+ *  - a datagram arrives whole or not at all, possibly late, duplicated or out
+ *    of order; nothing is retransmitted below this interface;
+ *  - every datagram carries its own header (the algorithm's, bounds-checked on
+ *    receipt), so a backend moves opaque bytes of at most `mtu` bytes;
+ *  - recv() blocks or backs off until a datagram arrives or the deadline
+ *    passes, never busy-spinning a shared core unless busy polling was asked for.
+ *
+ * Backends (one file each, rows in netdev/dgram.c): `dpdk` (UDP/IPv4 over DPDK
+ * ports) and `ofi-udp` (libfabric FI_EP_DGRAM on the udp provider) for hosts
+ * without DPDK.  Decorators (fault injection for tests and benchmarks) wrap a
+ * struct sampi_dgram and forward to it.
+ *
+ * open() is collective over the communicator and returns the same success or
+ * failure on every rank; addresses are exchanged there, once.
+ */
+#ifndef SAMPI_DGRAM_H
+#define SAMPI_DGRAM_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sampi_dgram;
+
+struct sampi_dgram_ops {
+    const char *name;
+    const char *description;
+    /* Collective over comm.  *out is NULL on failure (same on all ranks). */
+    int (*open)(MPI_Comm comm, struct sampi_dgram **out);
+    void (*close)(struct sampi_dgram *dg);
+    /* Queue one datagram of len <= dg->mtu bytes for peer (a rank of the
+     * communicator, not itself).  0 once queued, -EAGAIN when the transmit
+     * queue is full (the caller backs off and retries), other negative errno
+     * on failure.  A queued datagram may still be lost. */
+    int (*send)(struct sampi_dgram *dg, int peer, const void *buf, size_t len);
+    /* Receive one datagram into buf (cap >= dg->mtu).  Returns its length, or
+     * -ETIMEDOUT once deadline_ns (CLOCK_MONOTONIC, see sampi_now_ns) has
+     * passed, or another negative errno.  *peer is the sending rank as the
+     * transport address tells it, or -1 when the backend cannot tell. */
+    ssize_t (*recv)(struct sampi_dgram *dg, void *buf, size_t cap, int *peer,
+                    int64_t deadline_ns);
+};
+
+/* Fields common to every backend and decorator; they embed this first. */
+struct sampi_dgram {
+    const struct sampi_dgram_ops *ops;
+    int rank;
+    int size;
+    size_t mtu; /* largest datagram send() accepts, header included */
+};
+
+/* The backends by name ("dpdk", "ofi-udp"); NULL when unknown or not built. */
+const struct sampi_dgram_ops *sampi_dgram_find(const char *name);
+/* NULL-terminated list of every datagram backend compiled in. */
+extern const struct sampi_dgram_ops *const sampi_dgram_backends[];
+
+#endif
