@@ -72,11 +72,12 @@ int sampi_allreduce_ring(const struct sampi_coll_args *args);
 int sampi_allreduce_rhd(const struct sampi_coll_args *args);
 int sampi_allreduce_stragglar(const struct sampi_coll_args *args);
 
-/* The straggler `stragglar` assumes for a call of `count` elements on n
- * ranks, or -1 when it cannot run the call (no straggler rank known, n < 3,
- * count < n-1, or an n the schedule builder refuses); the dispatcher then
- * runs `ring`.  Depends only on agreed values, so every rank answers alike. */
-int sampi_stragglar_straggler(int n, size_t count);
+/* The straggler `stragglar` assumes for a call of `count` elements on c, or
+ * -1 when it cannot run the call (no straggler known - see
+ * sampi_stragglar_mode -, n < 3, count < n-1, or an n the schedule builder
+ * refuses); the dispatcher then runs `ring`.  Depends only on agreed values,
+ * so every rank answers alike. */
+int sampi_stragglar_straggler(struct sampi_comm *c, size_t count);
 int sampi_stragglar_suited(const struct sampi_coll_args *args);
 
 int sampi_allreduce_optcc(const struct sampi_coll_args *args);
@@ -87,13 +88,19 @@ int sampi_allreduce_optcc(const struct sampi_coll_args *args);
 int sampi_optcc_slowdown_parse(const char *text, int *rank, double *l, char *err, size_t errlen);
 
 /* The degraded rank, slowdown and segment count `optcc` uses for a call of
- * `count` elements of `extent` bytes on p ranks: 0, or -1 when it cannot run
- * the call (no degraded rank inside the communicator, p < 3, count <
+ * `count` elements of `extent` bytes on c: 0, or -1 when it cannot run the
+ * call (no degraded rank inside the communicator - given by
+ * sampi_optcc_slowdown or detected, see sampi_optcc_detect -, p < 3, count <
  * 4(p-1)); the dispatcher then runs `ring`.  Agreed values only. */
-int sampi_optcc_params(int p, size_t count, size_t extent, int *rank, double *l, int *k);
+int sampi_optcc_params(struct sampi_comm *c, size_t count, size_t extent, int *rank, double *l,
+                       int *k);
 int sampi_optcc_suited(const struct sampi_coll_args *args);
 
 struct sampi_optcc_cache;
 void sampi_optcc_cache_free(struct sampi_optcc_cache *oc);
+
+/* optireduce.c: approximate, opt-in; see optireduce.h for the rest. */
+int sampi_allreduce_optireduce(const struct sampi_coll_args *args);
+int sampi_optireduce_suited(const struct sampi_coll_args *args);
 
 #endif

@@ -36,6 +36,7 @@
 #include "algos.h"
 #include "comm.h"
 #include "executor.h"
+#include "tracker.h"
 #include "optcc_schedule.h"
 #include "sampi_internal.h"
 #include "schedule.h"
@@ -82,15 +83,21 @@ fail:
     return -EINVAL;
 }
 
-int sampi_optcc_params(int p, size_t count, size_t extent, int *rank, double *l, int *k)
+int sampi_optcc_params(struct sampi_comm *c, size_t count, size_t extent, int *rank, double *l,
+                       int *k)
 {
     char buf[SAMPI_CVAR_STRING_MAX], err[256];
-    int z;
+    int z, p = c->size;
     double lv;
     if (p < 3 || count < 4 * (size_t)(p - 1))
         return -1;
+    /* the variable, when set, wins over detection */
     sampi_cvar_text(SAMPI_CVAR_OPTCC_SLOWDOWN, buf, sizeof(buf));
-    if (sampi_optcc_slowdown_parse(buf, &z, &lv, err, sizeof(err)) || z < 0 || z >= p)
+    if (sampi_optcc_slowdown_parse(buf, &z, &lv, err, sizeof(err)))
+        return -1;
+    if (z < 0 && buf[0] == '\0')
+        z = sampi_tracker_degraded(c, &lv);
+    if (z < 0 || z >= p)
         return -1;
     size_t per = (size_t)(p - 1) * MIN_SECTION_BYTES / (extent ? extent : 1);
     size_t kk = per ? count / per : MAX_K;
@@ -105,7 +112,7 @@ int sampi_optcc_suited(const struct sampi_coll_args *a)
 {
     int z, k;
     double l;
-    return sampi_optcc_params(a->state->size, a->count, a->dt.extent, &z, &l, &k) == 0;
+    return sampi_optcc_params(a->state, a->count, a->dt.extent, &z, &l, &k) == 0;
 }
 
 void sampi_optcc_cache_free(struct sampi_optcc_cache *oc)
@@ -198,7 +205,7 @@ int sampi_allreduce_optcc(const struct sampi_coll_args *a)
     int z, k;
     double l;
     int rc = -ENOTSUP; /* the dispatcher sends such calls to ring */
-    if (sampi_optcc_params(c->size, a->count, a->dt.extent, &z, &l, &k))
+    if (sampi_optcc_params(c, a->count, a->dt.extent, &z, &l, &k))
         goto fail;
     rc = cached_rounds(c, z, l, k, a->count, &oc);
     if (rc)

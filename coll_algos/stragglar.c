@@ -43,6 +43,7 @@
 #include "algos.h"
 #include "comm.h"
 #include "executor.h"
+#include "tracker.h"
 #include "sampi_internal.h"
 #include "schedule.h"
 #include "stragglar_schedule.h"
@@ -50,21 +51,21 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int sampi_stragglar_straggler(int n, size_t count)
+int sampi_stragglar_straggler(struct sampi_comm *c, size_t count)
 {
-    long long s = sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_RANK);
+    int n = c->size, s = sampi_tracker_straggler(c);
     if (n < 3 || s < 0 || s >= n || count < (size_t)(n - 1))
         return -1;
     /* the builder solves a matching per round for other n; past this size
      * that costs seconds, and it refuses */
     if (n > SAMPI_STRAGGLAR_MAX_N || ((n & (n - 1)) != 0 && n > SAMPI_STRAGGLAR_MAX_MATCHING_N))
         return -1;
-    return (int)s;
+    return s;
 }
 
 int sampi_stragglar_suited(const struct sampi_coll_args *a)
 {
-    return sampi_stragglar_straggler(a->state->size, a->count) >= 0;
+    return sampi_stragglar_straggler(a->state, a->count) >= 0;
 }
 
 /* The schedule for (n, s), built once per communicator and straggler: a
@@ -99,9 +100,8 @@ static void set_xfer(struct sampi_xfer *x, size_t count, int nchunks, int chunk,
         sampi_block_range(count, nchunks, chunk, &x->offset, &x->count);
 }
 
-/* This rank's rounds: n-2 of reduce-scatter, then the schedule's. */
-static int build_rounds(const struct sampi_stragglar_schedule *sch, int me, size_t count,
-                        struct sampi_round *rounds)
+int sampi_stragglar_rounds(const struct sampi_stragglar_schedule *sch, int me, size_t count,
+                           struct sampi_round *rounds)
 {
     const int n = sch->n, s = sch->straggler, m = n - 1;
     int nr = 0, rc = 0;
@@ -162,7 +162,7 @@ int sampi_allreduce_stragglar(const struct sampi_coll_args *a)
     struct sampi_comm *c = a->state;
     struct sampi_round *rounds = NULL;
     const struct sampi_stragglar_schedule *sch = NULL;
-    int s = sampi_stragglar_straggler(c->size, a->count);
+    int s = sampi_stragglar_straggler(c, a->count);
     int rc = -ENOTSUP; /* the dispatcher sends such calls to ring */
     if (s < 0)
         goto fail;
@@ -173,7 +173,7 @@ int sampi_allreduce_stragglar(const struct sampi_coll_args *a)
     rounds = malloc((size_t)(c->size - 2 + sch->nrounds) * sizeof(*rounds));
     if (!rounds)
         goto fail;
-    int nr = build_rounds(sch, c->rank, a->count, rounds);
+    int nr = sampi_stragglar_rounds(sch, c->rank, a->count, rounds);
     if (nr < 0) {
         rc = nr;
         goto fail;

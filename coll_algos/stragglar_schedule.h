@@ -66,4 +66,14 @@ void sampi_stragglar_schedule_free(struct sampi_stragglar_schedule *s);
  * Returns 0 or -EIO. */
 int sampi_stragglar_dump(const struct sampi_stragglar_schedule *s, FILE *fp);
 
+/* Rank me's executor rounds for a call of `count` elements (schedule.h):
+ * n-2 rounds of ring reduce-scatter among the ranks other than the straggler
+ * (which sends and receives nothing in them), then one round per round of
+ * the matching schedule.  rounds has room for n-2 + sch->nrounds entries.
+ * Returns the number of rounds, or a negative errno.  Pure: the unit tests
+ * run every rank's list through the symbolic simulator. */
+struct sampi_round;
+int sampi_stragglar_rounds(const struct sampi_stragglar_schedule *sch, int me, size_t count,
+                           struct sampi_round *rounds);
+
 #endif

@@ -44,9 +44,9 @@ struct sampi_dgram_ops {
     /* Receive one datagram into buf (cap >= dg->mtu).  Returns its length, or
      * -ETIMEDOUT once deadline_ns (CLOCK_MONOTONIC, see sampi_now_ns) has
      * passed, or another negative errno.  *peer is the sending rank as the
-     * transport address tells it, or -1 when the backend cannot tell. */
-    ssize_t (*recv)(struct sampi_dgram *dg, void *buf, size_t cap, int *peer,
-                    int64_t deadline_ns);
+     * backend knows it (from the source address, or from a few bytes of its
+     * own ahead of the caller's: ofi-udp), or -1 when it cannot tell. */
+    ssize_t (*recv)(struct sampi_dgram *dg, void *buf, size_t cap, int *peer, int64_t deadline_ns);
 };
 
 /* Fields common to every backend and decorator; they embed this first. */
@@ -61,5 +61,9 @@ struct sampi_dgram {
 const struct sampi_dgram_ops *sampi_dgram_find(const char *name);
 /* NULL-terminated list of every datagram backend compiled in. */
 extern const struct sampi_dgram_ops *const sampi_dgram_backends[];
+/* Release process-wide transport state (the DPDK EAL: port, pool,
+ * rte_eal_cleanup).  Call once from MPI_Finalize, after every instance was
+ * closed; no backend that had such state can be opened again afterwards. */
+void sampi_dgram_finalize(void);
 
 #endif

@@ -86,6 +86,12 @@ extern const struct sampi_netdev_ops *const sampi_netdev_backends[];
 extern const struct sampi_netdev_ops sampi_netdev_mpi_ops;
 extern const struct sampi_netdev_ops sampi_netdev_ofi_ops;
 
+/* sampi_ofi_bind_base's text: "" (*base = 0: let the provider choose) or an
+ * IPv4 address A.B.C.D with D in 1..254; MPI_COMM_WORLD rank r then binds
+ * A.B.C.(D+r) (ofi.c).  0, or -EINVAL with a message naming the variable in
+ * err. */
+int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_t errlen);
+
 /* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
  * than auto).  Collective; the answer is the same on every rank. */
 int sampi_netdev_auto_choice(MPI_Comm comm);

@@ -27,6 +27,13 @@
  * a silent peer used 0.1% of a core with tcp, 1.2% with shm, 99.6% with
  * sampi_busy_poll=1.
  *
+ * Per-rank addresses: with sampi_ofi_bind_base = A.B.C.D, MPI_COMM_WORLD rank
+ * r asks fi_getinfo for A.B.C.(D+r) as its source (FI_SOURCE) and defaults to
+ * tcp;ofi_rxm even on one host, so that every connection it listens on or
+ * opens carries that address and tc can shape each rank apart on one `lo`
+ * (benchmarks/testbed; ss showed no socket left on 127.0.0.1, and a
+ * 200 Mbit/s cap per source address gave ring 24.9 MB/s per rank).
+ *
  * Message sizes: shm and tcp;ofi_rxm both report max_msg_size = 2^64-1, and
  * both moved one 512 MiB message here (shm by process_vm_readv, rxm by
  * rendezvous); a provider that reports less gets -EMSGSIZE above its limit.
@@ -80,6 +87,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -126,6 +134,9 @@ struct ofi_netdev {
     /* Operations the provider could not take yet (see post()). */
     struct deferred *deferred, **deferred_tail;
     char provider[SAMPI_CVAR_STRING_MAX];
+    /* sampi_ofi_bind_base applied to this process: the address every socket
+     * binds, "" when the provider chooses. */
+    char node[INET_ADDRSTRLEN];
 };
 
 /* Where open() failed, for the one warning line rank 0 prints. */
@@ -143,6 +154,8 @@ enum ofi_stage {
     ST_GETNAME,
     ST_PROVIDER_MISMATCH,
     ST_AV_INSERT,
+    ST_BIND_ADDR,
+    ST__COUNT,
 };
 
 static const char *const stage_names[] = {
@@ -152,7 +165,7 @@ static const char *const stage_names[] = {
     [ST_AV] = "fi_av_open",          [ST_ENDPOINT] = "fi_endpoint",
     [ST_BIND] = "fi_ep_bind",        [ST_ENABLE] = "fi_enable",
     [ST_GETNAME] = "fi_getname",     [ST_PROVIDER_MISMATCH] = "provider agreement",
-    [ST_AV_INSERT] = "fi_av_insert",
+    [ST_AV_INSERT] = "fi_av_insert", [ST_BIND_ADDR] = "sampi_ofi_bind_base (address past .254)",
 };
 
 /*
@@ -323,6 +336,50 @@ static unsigned long long text_hash(const char *s)
     return h >> 2; /* fits a long long with room to negate */
 }
 
+/*
+ * sampi_ofi_bind_base: "" or A.B.C.D with D in 1..254; *base is the address in
+ * host order, 0 for "".  MPI_COMM_WORLD rank r binds base + r (bind_node()).
+ * Why bind at all: on one host every rank's traffic crosses the same `lo`,
+ * and the testbed's tc filters can tell ranks apart only by address.  The
+ * tcp provider binds a connecting socket to the fi_info's src_addr when it is
+ * not the any-address, and listens on it, so with FI_SOURCE both directions
+ * of every connection carry the rank's own address (checked with ss).
+ */
+int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_t errlen)
+{
+    struct in_addr a;
+    *base = 0;
+    if (!text || !*text)
+        return 0;
+    if (inet_pton(AF_INET, text, &a) == 1) {
+        unsigned long v = ntohl(a.s_addr);
+        if ((v & 0xff) >= 1 && (v & 0xff) <= 254) {
+            *base = v;
+            return 0;
+        }
+    }
+    snprintf(err, errlen,
+             "sampi_ofi_bind_base: '%s' is not an IPv4 address A.B.C.D with D in 1..254 "
+             "(MPI_COMM_WORLD rank r binds A.B.C.(D+r)), e.g. '127.0.0.10'",
+             text);
+    return -EINVAL;
+}
+
+/* This process's address under sampi_ofi_bind_base into out ("" when unset).
+ * -ERANGE when D + rank passes .254: the address would leave the /24. */
+static int bind_node(unsigned long base, char *out, size_t len)
+{
+    int wrank = 0;
+    out[0] = '\0';
+    if (!base)
+        return 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if ((base & 0xff) + (unsigned long)wrank > 254)
+        return -ERANGE;
+    struct in_addr a = {.s_addr = htonl((uint32_t)(base + (unsigned long)wrank))};
+    return inet_ntop(AF_INET, &a, out, (socklen_t)len) ? 0 : -EINVAL;
+}
+
 static struct fi_info *make_hints(const char *provider)
 {
     struct fi_info *hints = fi_allocinfo();
@@ -387,7 +444,8 @@ static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *name
         rc = -FI_ENOMEM;
         goto fail;
     }
-    rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &nd->info);
+    const char *node = nd->node[0] ? nd->node : NULL;
+    rc = fi_getinfo(OFI_API_VERSION, node, NULL, node ? FI_SOURCE : 0, hints, &nd->info);
     fi_freeinfo(hints);
     if (rc)
         goto fail;
@@ -460,7 +518,7 @@ static void warn_failure(const struct ofi_netdev *nd, long long key)
     int rank = (int)(key >> 32);
     enum ofi_stage st = (enum ofi_stage)((key >> 16) & 0xffff);
     int err = (int)(key & 0xffff);
-    if (st > ST_AV_INSERT)
+    if (st >= ST__COUNT)
         st = ST_NONE;
     if (st == ST_PROVIDER_MISMATCH) {
         sampi_log_warn("ofi netdev unavailable: ranks asked for different providers (rank 0: '%s')",
@@ -487,11 +545,17 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
      * differences are caught by the agreement below, never by a hang. */
     char provider[SAMPI_CVAR_STRING_MAX] = "";
     sampi_cvar_text(SAMPI_CVAR_OFI_PROVIDER, provider, sizeof(provider));
+    char bind[SAMPI_CVAR_STRING_MAX] = "", bind_err[256];
+    unsigned long base = 0;
+    sampi_cvar_text(SAMPI_CVAR_OFI_BIND_BASE, bind, sizeof(bind));
+    if (sampi_ofi_bind_parse(bind, &base, bind_err, sizeof(bind_err)))
+        base = 0; /* cannot happen: the value was validated when set */
     int local = one_host(comm);
     if (nd)
         apply_env_defaults(provider);
+    /* An address to bind means an IP provider, on one host too. */
     if (provider[0] == '\0')
-        snprintf(provider, sizeof(provider), "%s", local ? "shm" : "tcp;ofi_rxm");
+        snprintf(provider, sizeof(provider), "%s", local && !base ? "shm" : "tcp;ofi_rxm");
     if (nd) {
         nd->base.ops = &sampi_netdev_ofi_ops;
         nd->deferred_tail = &nd->deferred;
@@ -500,7 +564,12 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
         nd->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
         snprintf(nd->provider, sizeof(nd->provider), "%s", provider);
         nd->peers = calloc((size_t)size, sizeof(*nd->peers));
-        st = nd->peers ? open_local(nd, name, &namelen, &fi_err) : ST_NOMEM;
+        if (!nd->peers)
+            st = ST_NOMEM;
+        else if (bind_node(base, nd->node, sizeof(nd->node)))
+            st = ST_BIND_ADDR;
+        else
+            st = open_local(nd, name, &namelen, &fi_err);
     }
 
     /* Agree before exchanging anything: success everywhere, the longest
@@ -557,8 +626,10 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
         goto fail;
     }
     free(names);
-    sampi_log(SAMPI_LOG_SETUP, "ofi netdev: provider %s (%s), %s waits, max message %zu bytes",
+    sampi_log(SAMPI_LOG_SETUP,
+              "ofi netdev: provider %s (%s), bound to %s, %s waits, max message %zu bytes",
               nd->info->fabric_attr->prov_name, nd->info->domain_attr->name,
+              nd->node[0] ? nd->node : "the provider's choice",
               nd->busy_poll  ? "busy-polling"
               : nd->blocking ? "blocking"
                              : "polling",

@@ -15,7 +15,9 @@
 #include "comm.h"
 #include "debug_delay.h"
 #include "select.h"
+#include "tracker.h"
 #include "sampi_internal.h"
+#include "selective_client.h"
 #include "wrap.h"
 
 #include <errno.h>
@@ -75,6 +77,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     case SAMPI_CHECK_OK:
         break;
     }
+    if (sampi_selective_route(&a, &rc))
+        return rc;
 
     rc = sampi_comm_get(comm, 1, &c);
     if (rc)
@@ -90,8 +94,15 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (sampi_comm_agree(c))
         return fall_back(c, SAMPI_FALLBACK_MISMATCH, sendbuf, recvbuf, count, datatype, op, comm);
 
+    const size_t bytes = a.count * a.dt.extent;
+    /* whether this call is tracked depends on agreed values only */
+    const int tracked = sampi_tracker_begin(c, bytes);
+    /* auto weighs a straggler or a degraded link only for tracked calls */
+    struct sampi_select_hints hints;
+    if (tracked)
+        sampi_tracker_hints(c, a.count, a.dt.extent, &hints);
     enum sampi_algo_id algo =
-        sampi_select(sampi_comm_algorithm_setting(c), a.count * a.dt.extent, c->size);
+        sampi_select(sampi_comm_algorithm_setting(c), bytes, c->size, tracked ? &hints : NULL);
     if (sampi_algos[algo].suited && !sampi_algos[algo].suited(&a)) {
         /* e.g. no straggler or degraded rank known, too few ranks or elements:
          * decided from agreed inputs, so every rank runs ring instead */
@@ -102,8 +113,12 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     }
     if (algo != SAMPI_ALGO_NATIVE) {
         rc = sampi_comm_open_netdev(c);
-        if (rc) /* the same answer on every rank: open is collective */
-            return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
+        if (rc) { /* the same answer on every rank: open is collective */
+            rc = fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
+            if (tracked)
+                sampi_tracker_end(c, SAMPI_ALGO_NATIVE, bytes, rc == MPI_SUCCESS ? 0 : -EIO);
+            return rc;
+        }
     }
     count_call(c, algo);
     log_call(&a, algo);
@@ -113,5 +128,11 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
                        sampi_algos[algo].name, c->size,
                        rc == -ETIMEDOUT ? "a peer did not answer within sampi_timeout_ms"
                                         : "data path error");
+    if (tracked) {
+        /* collective: every rank exchanges, whatever its own outcome */
+        int trc = sampi_tracker_end(c, algo, bytes, rc);
+        if (trc == -EIO && !rc)
+            rc = trc;
+    }
     return rc ? sampi_report_error(comm, rc) : MPI_SUCCESS;
 }

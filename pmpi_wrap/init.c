@@ -6,13 +6,15 @@
  * MPI_Allreduce, so programs that never call it pay nothing.
  */
 #include "sampi_internal.h"
+#include "selective_client.h"
+#include "dgram.h"
 
 int MPI_Init(int *argc, char ***argv)
 {
     sampi_runtime_init();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS)
-        sampi_runtime_mpi_ready();
+    if (rc == MPI_SUCCESS && sampi_runtime_mpi_ready())
+        sampi_selective_init();
     return rc;
 }
 
@@ -20,13 +22,18 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     sampi_runtime_init();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
-        sampi_runtime_mpi_ready();
+    if (rc == MPI_SUCCESS && sampi_runtime_mpi_ready())
+        sampi_selective_init();
     return rc;
 }
 
 int MPI_Finalize(void)
 {
+    sampi_selective_fini();
     sampi_runtime_fini();
-    return PMPI_Finalize();
+    int rc = PMPI_Finalize();
+    /* after PMPI_Finalize: deleting MPI_COMM_WORLD's attributes there closes
+     * the last datagram paths, which DPDK's cleanup must follow */
+    sampi_dgram_finalize();
+    return rc;
 }

@@ -4,6 +4,7 @@
 #include "comm.h"
 #include "sampi_internal.h"
 #include "stragglar_schedule.h"
+#include "tracker.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@ static void state_free(struct sampi_comm *c)
         sampi_stragglar_schedule_free(c->stragglar);
     free(c->stragglar);
     sampi_optcc_cache_free(c->optcc);
+    sampi_tracker_free(c->tracker);
     sampi_stats_release(&c->stats);
     free(c);
 }

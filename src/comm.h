@@ -21,6 +21,7 @@
 
 struct sampi_stragglar_schedule;
 struct sampi_optcc_cache;
+struct sampi_tracker;
 
 struct sampi_comm {
     MPI_Comm comm;
@@ -39,6 +40,8 @@ struct sampi_comm {
     struct sampi_stragglar_schedule *stragglar;
     /* optcc's schedule and this rank's rounds, reused while p, z, l, k, n stay */
     struct sampi_optcc_cache *optcc;
+    /* arrivals and links seen in tracked calls (tracker.h), NULL until the first */
+    struct sampi_tracker *tracker;
     size_t scratch_size;
     unsigned warned; /* fallback reasons already reported (bit per reason) */
     struct sampi_stats stats;

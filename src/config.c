@@ -6,6 +6,7 @@
  * may replace them from another thread.
  */
 #include "config.h"
+#include "netdev.h"
 #include "log.h"
 #include "debug_delay.h"
 #include "pin.h"
@@ -25,6 +26,7 @@
 
 const char *const sampi_netdev_names[] = {"auto", "mpi", "ofi", NULL};
 const char *const sampi_fallback_names[] = {"silent", "warn", "error", NULL};
+const char *const sampi_stragglar_mode_names[] = {"predict", "fixed", "off", NULL};
 
 const struct sampi_cvar_desc sampi_cvar_descs[SAMPI_CVAR__COUNT] = {
 #define SAMPI_CVAR(id, nm, ty, def, it, mn, mx, sum, desc)                                         \
@@ -136,6 +138,14 @@ static int validate_optcc_slowdown(const char *text, char *err, size_t errlen)
     return sampi_optcc_slowdown_parse(text, &rank, &l, err, errlen);
 }
 
+/* netdev/ofi.c: the grammar of sampi_ofi_bind_base ("" or an IPv4 address). */
+
+static int validate_ofi_bind_base(const char *text, char *err, size_t errlen)
+{
+    unsigned long base;
+    return sampi_ofi_bind_parse(text, &base, err, errlen);
+}
+
 static const struct {
     enum sampi_cvar_id id;
     int (*validate)(const char *text, char *err, size_t errlen);
@@ -143,6 +153,7 @@ static const struct {
     {SAMPI_CVAR_PIN, validate_pin},
     {SAMPI_CVAR_DEBUG_DELAY, validate_debug_delay},
     {SAMPI_CVAR_OPTCC_SLOWDOWN, validate_optcc_slowdown},
+    {SAMPI_CVAR_OFI_BIND_BASE, validate_ofi_bind_base},
 };
 
 int sampi_cvar_enum_index(enum sampi_cvar_id id, const char *item)
@@ -281,9 +292,13 @@ uint32_t sampi_config_pattern_hash(void)
     /* Only what shapes the message pattern: verbosity, pinning and polling may
      * differ between ranks without harm. */
     static const enum sampi_cvar_id pattern[] = {
-        SAMPI_CVAR_ALGORITHM,        SAMPI_CVAR_NETDEV,         SAMPI_CVAR_OFI_PROVIDER,
-        SAMPI_CVAR_NATIVE_MAX_BYTES, SAMPI_CVAR_RHD_MAX_BYTES,  SAMPI_CVAR_SEGMENT_BYTES,
-        SAMPI_CVAR_STRAGGLAR_RANK,   SAMPI_CVAR_OPTCC_SLOWDOWN,
+        SAMPI_CVAR_ALGORITHM,         SAMPI_CVAR_NETDEV,
+        SAMPI_CVAR_OFI_PROVIDER,      SAMPI_CVAR_NATIVE_MAX_BYTES,
+        SAMPI_CVAR_RHD_MAX_BYTES,     SAMPI_CVAR_SEGMENT_BYTES,
+        SAMPI_CVAR_STRAGGLAR_RANK,    SAMPI_CVAR_OPTCC_SLOWDOWN,
+        SAMPI_CVAR_STRAGGLAR_MODE,    SAMPI_CVAR_STRAGGLAR_WINDOW,
+        SAMPI_CVAR_TRACKER_MIN_BYTES, SAMPI_CVAR_OPTCC_DETECT,
+        SAMPI_CVAR_OPTCC_PROBE_BYTES, SAMPI_CVAR_OPTCC_PROBE_PERIOD,
     };
     uint32_t h = 2166136261u; /* FNV-1a over the values' text */
     char buf[SAMPI_CVAR_STRING_MAX];

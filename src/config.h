@@ -63,6 +63,8 @@ extern const struct sampi_cvar_info sampi_cvar_infos[SAMPI_CVAR__COUNT];
 extern const char *const sampi_algo_names[];
 extern const char *const sampi_netdev_names[];
 extern const char *const sampi_fallback_names[];
+extern const char *const sampi_stragglar_mode_names[];
+enum sampi_stragglar_mode { SAMPI_STRAGGLAR_PREDICT, SAMPI_STRAGGLAR_FIXED, SAMPI_STRAGGLAR_OFF };
 enum sampi_netdev_choice { SAMPI_NETDEV_AUTO, SAMPI_NETDEV_MPI, SAMPI_NETDEV_OFI };
 enum sampi_fallback_policy { SAMPI_FALLBACK_SILENT, SAMPI_FALLBACK_WARN, SAMPI_FALLBACK_ERROR };
 

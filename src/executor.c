@@ -178,8 +178,8 @@ fail:
     return rc;
 }
 
-int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_round *rounds,
-                         int nrounds)
+int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi_round *rounds,
+                             int nrounds, uint64_t seq)
 {
     struct sampi_comm *c = a->state;
     struct round_state st = {.first_wait_ns = -1};
@@ -208,7 +208,6 @@ int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_rou
     if (a->sendbuf != MPI_IN_PLACE)
         memcpy(a->recvbuf, a->sendbuf, a->count * ext);
 
-    uint64_t seq = c->seq++;
     for (int i = 0; i < nrounds && !rc; i++) {
         if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
             continue;
@@ -231,6 +230,12 @@ int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_rou
     free(st.pending);
     free(st.reduced);
     return rc;
+}
+
+int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_round *rounds,
+                         int nrounds)
+{
+    return sampi_execute_rounds_seq(a, rounds, nrounds, a->state->seq++);
 }
 
 int sampi_execute_schedule(const struct sampi_coll_args *a, sampi_schedule_builder build,

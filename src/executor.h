@@ -7,6 +7,8 @@
 #include "algos.h"
 #include "schedule.h"
 
+#include <stdint.h>
+
 typedef int (*sampi_schedule_builder)(int p, int rank, size_t count, struct sampi_round *rounds,
                                       int max_rounds);
 typedef int (*sampi_schedule_rounds)(int p);
@@ -17,8 +19,16 @@ typedef int (*sampi_schedule_rounds)(int p);
 int sampi_execute_schedule(const struct sampi_coll_args *args, sampi_schedule_builder build,
                            sampi_schedule_rounds rounds);
 
-/* Run already built rounds (for algorithms that build their own). */
+/* Run already built rounds (for algorithms that build their own), tagged
+ * with the communicator's next call sequence number. */
 int sampi_execute_rounds(const struct sampi_coll_args *args, const struct sampi_round *rounds,
                          int nrounds);
+
+/* The same with the sequence number given: for calls that only some ranks
+ * make (selective reduce's groups), whose members agree on a number that the
+ * communicator's per-rank count would not give them.  c->seq is left alone.
+ * seq must not collide with another call's in flight on the communicator. */
+int sampi_execute_rounds_seq(const struct sampi_coll_args *args, const struct sampi_round *rounds,
+                             int nrounds, uint64_t seq);
 
 #endif

@@ -7,10 +7,12 @@
 #include "pvars.h"
 #include "comm.h"
 #include "stats.h"
+#include "tracker.h"
 
 #include <mpi.h>
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #define FETCH(fn)                                               static void fetch_##fn(struct sampi_comm *c, void *out, int n);
@@ -110,6 +112,67 @@ static void fetch_peer_late(struct sampi_comm *c, void *out, int n)
     fetch_array(c ? sampi_stats_peer_late(c, 0) : NULL, c ? c->size : 0, out, n);
 }
 
+/* The tracker's published values (tracker.h); -1 / 0 before the first
+ * tracked call. */
+static void fetch_tracker_int(struct sampi_comm *c, size_t field, int none, void *out, int n)
+{
+    int *o = out;
+    struct sampi_tracker *t = c ? c->tracker : NULL;
+    for (int i = 0; i < n; i++)
+        o[i] = t ? atomic_load_explicit((_Atomic int *)((char *)t + field), memory_order_relaxed)
+                 : none;
+}
+
+static void fetch_tracker_ull(struct sampi_comm *c, size_t field, uint64_t none, void *out, int n)
+{
+    unsigned long long *o = out;
+    struct sampi_tracker *t = c ? c->tracker : NULL;
+    for (int i = 0; i < n; i++)
+        o[i] =
+            t ? atomic_load_explicit((_Atomic uint64_t *)((char *)t + field), memory_order_relaxed)
+              : none;
+}
+
+static void fetch_predicted(struct sampi_comm *c, void *out, int n)
+{
+    fetch_tracker_int(c, offsetof(struct sampi_tracker, pv_predicted), -1, out, n);
+}
+
+static void fetch_predicted_lateness(struct sampi_comm *c, void *out, int n)
+{
+    fetch_tracker_ull(c, offsetof(struct sampi_tracker, pv_lateness_ns), 0, out, n);
+}
+
+static void fetch_critical_delay(struct sampi_comm *c, void *out, int n)
+{
+    fetch_tracker_ull(c, offsetof(struct sampi_tracker, pv_critical_ns), UINT64_MAX, out, n);
+}
+
+static void fetch_beta(struct sampi_comm *c, void *out, int n)
+{
+    fetch_tracker_ull(c, offsetof(struct sampi_tracker, pv_beta_ps), 0, out, n);
+}
+
+static void fetch_degraded(struct sampi_comm *c, void *out, int n)
+{
+    fetch_tracker_int(c, offsetof(struct sampi_tracker, pv_degraded), -1, out, n);
+}
+
+static void fetch_degraded_slowdown(struct sampi_comm *c, void *out, int n)
+{
+    fetch_tracker_ull(c, offsetof(struct sampi_tracker, pv_slowdown_milli), 0, out, n);
+}
+
+static void fetch_predictions(struct sampi_comm *c, void *out, int n)
+{
+    fetch_one(c ? &c->stats.predictions : NULL, out, n);
+}
+
+static void fetch_predictions_right(struct sampi_comm *c, void *out, int n)
+{
+    fetch_one(c ? &c->stats.predictions_right : NULL, out, n);
+}
+
 int sampi_pvar_count(enum sampi_pvar_id id, const struct sampi_comm *c)
 {
     static const int fixed[] = {
@@ -139,3 +202,155 @@ void sampi_pvar_fetch(enum sampi_pvar_id id, struct sampi_comm *c, void *out, in
 {
     sampi_pvar_descs[id].fetch(c, out, n);
 }
+
+/* optireduce (coll_algos/optireduce.h): its counters live in its own state. */
+#include "optireduce.h"
+
+static void fetch_opti(struct sampi_comm *c, enum sampi_opti_counter k, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_optireduce_counter(c, k);
+}
+
+static void fetch_opti_calls(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_CALLS, out, n);
+}
+
+static void fetch_opti_calib_calls(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_CALIB_CALLS, out, n);
+}
+
+static void fetch_opti_expected1(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_EXPECTED1, out, n);
+}
+
+static void fetch_opti_expected2(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_EXPECTED2, out, n);
+}
+
+static void fetch_opti_received1(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_RECEIVED1, out, n);
+}
+
+static void fetch_opti_received2(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_RECEIVED2, out, n);
+}
+
+static void fetch_opti_lost1(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_LOST1, out, n);
+}
+
+static void fetch_opti_lost2(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_LOST2, out, n);
+}
+
+static void fetch_opti_end1_complete(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_END1_COMPLETE, out, n);
+}
+
+static void fetch_opti_end1_early(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_END1_EARLY, out, n);
+}
+
+static void fetch_opti_end1_hard(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_END1_HARD, out, n);
+}
+
+static void fetch_opti_end2_complete(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_END2_COMPLETE, out, n);
+}
+
+static void fetch_opti_end2_early(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_END2_EARLY, out, n);
+}
+
+static void fetch_opti_end2_hard(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_END2_HARD, out, n);
+}
+
+static void fetch_opti_bad_pkts(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_BAD_PKTS, out, n);
+}
+
+static void fetch_opti_stale_pkts(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_STALE_PKTS, out, n);
+}
+
+static void fetch_opti_dup_pkts(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_DUP_PKTS, out, n);
+}
+
+static void fetch_opti_excess(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_EXCESS, out, n);
+}
+
+static void fetch_opti_drop_ppm(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_DROP_PPM, out, n);
+}
+
+static void fetch_opti_tb_us(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_TB_US, out, n);
+}
+
+static void fetch_opti_ta_us(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_TA_US, out, n);
+}
+
+static void fetch_opti_incast(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_INCAST, out, n);
+}
+
+static void fetch_opti_peer_lost(struct sampi_comm *c, void *out, int n)
+{
+    sampi_optireduce_peer_lost(c, out, n);
+}
+
+/* selective reduce (src/selective_client.h): per-process counters of the
+ * worker side. */
+#include "selective_client.h"
+
+static void fetch_sel(enum sampi_sel_counter k, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_selective_counter(k);
+}
+
+/* One reader per variable, as the table names them. */
+#define SEL_FETCH(fn, k)                                                                           \
+    static void fetch_##fn(struct sampi_comm *c, void *out, int n)                                 \
+    {                                                                                              \
+        (void)c;                                                                                   \
+        fetch_sel(k, out, n);                                                                      \
+    }
+SEL_FETCH(sel_calls, SAMPI_SEL_C_CALLS)
+SEL_FETCH(sel_group_calls, SAMPI_SEL_C_GROUP)
+SEL_FETCH(sel_full_calls, SAMPI_SEL_C_FULL)
+SEL_FETCH(sel_exact_calls, SAMPI_SEL_C_EXACT)
+SEL_FETCH(sel_last_size, SAMPI_SEL_C_LAST_SIZE)
+SEL_FETCH(sel_fallbacks, SAMPI_SEL_C_FALLBACKS)
+SEL_FETCH(sel_group_wait, SAMPI_SEL_C_GROUP_WAIT_NS)
+#undef SEL_FETCH

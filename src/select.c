@@ -2,6 +2,8 @@
  * select.c - the selection table for `auto`.
  */
 #include "select.h"
+#include "detect.h"
+#include "predict.h"
 
 const struct sampi_select_rule sampi_auto_rules[] = {
     /* Open MPI's recursive doubling wins while latency dominates */
@@ -25,9 +27,44 @@ enum sampi_algo_id sampi_select_auto(size_t bytes, int comm_size)
     return SAMPI_ALGO_NATIVE;
 }
 
-enum sampi_algo_id sampi_select(int setting, size_t bytes, int comm_size)
+/* A degraded link: a ring runs at its pace (l T0); OptCC's model gives the
+ * rest (detect.h).  Both are ratios, so no beta is needed. */
+static int optcc_pays(size_t bytes, int n, const struct sampi_select_hints *h)
+{
+    if (h->degraded < 0 || h->optcc_k <= 0)
+        return 0;
+    return sampi_optcc_model_ratio(n, h->slowdown, h->optcc_k) * (1 + SAMPI_SELECT_MARGIN) <
+           h->slowdown;
+}
+
+/* A persistent straggler: what StragglAR would have saved over the recent
+ * calls, late or not (predict.h), so that a straggler late now and then, or
+ * by less than the critical delay, does not pay; never at n = 3, where the
+ * model says StragglAR cannot win. */
+static int stragglar_pays(size_t bytes, int n, const struct sampi_select_hints *h)
+{
+    return h->straggler >= 0 && n >= 4 && h->stragglar_gain > SAMPI_SELECT_MARGIN;
+}
+
+const struct sampi_select_hint_rule sampi_hint_rules[] = {
+    /* a slow link slows every call; a straggler only delays its start */
+    {SAMPI_ALGO_OPTCC, optcc_pays},
+    {SAMPI_ALGO_STRAGGLAR, stragglar_pays},
+};
+const int sampi_hint_rule_count = sizeof(sampi_hint_rules) / sizeof(sampi_hint_rules[0]);
+
+enum sampi_algo_id sampi_select_auto_hinted(size_t bytes, int n, const struct sampi_select_hints *h)
+{
+    for (int i = 0; h && i < sampi_hint_rule_count; i++)
+        if (sampi_hint_rules[i].pays(bytes, n, h))
+            return sampi_hint_rules[i].algo;
+    return sampi_select_auto(bytes, n);
+}
+
+enum sampi_algo_id sampi_select(int setting, size_t bytes, int comm_size,
+                                const struct sampi_select_hints *h)
 {
     if (setting <= SAMPI_ALGO_AUTO || setting >= SAMPI_ALGO__COUNT)
-        return sampi_select_auto(bytes, comm_size);
+        return sampi_select_auto_hinted(bytes, comm_size, h);
     return (enum sampi_algo_id)setting;
 }

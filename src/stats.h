@@ -39,6 +39,10 @@ struct sampi_stats {
     _Atomic uint64_t arrival_samples;     /* calls with an observation */
     _Atomic uint64_t arrival_skew_sum_ns; /* sum of the late ranks' delays */
     _Atomic uint64_t arrival_skew_max_ns; /* largest delay seen */
+    /* Tracked calls run while a straggler was predicted, and how many of
+     * them it did arrive last in (tracker.c). */
+    _Atomic uint64_t predictions;
+    _Atomic uint64_t predictions_right;
     /* Per communicator only.  Rank observed last most often, plus one, so
      * that a zeroed struct means "none yet". */
     _Atomic int late_rank_mode1;

@@ -50,9 +50,9 @@ END_TEST
 START_TEST(forced_setting_wins)
 {
     for (int a = SAMPI_ALGO_AUTO + 1; a < SAMPI_ALGO__COUNT; a++)
-        ck_assert_int_eq(sampi_select(a, 1, 4), a);
-    ck_assert_int_eq(sampi_select(SAMPI_ALGO_AUTO, 1, 4), sampi_select_auto(1, 4));
-    ck_assert_int_ne(sampi_select(SAMPI_ALGO_AUTO, 1 << 30, 4), SAMPI_ALGO_AUTO);
+        ck_assert_int_eq(sampi_select(a, 1, 4, NULL), a);
+    ck_assert_int_eq(sampi_select(SAMPI_ALGO_AUTO, 1, 4, NULL), sampi_select_auto(1, 4));
+    ck_assert_int_ne(sampi_select(SAMPI_ALGO_AUTO, 1 << 30, 4, NULL), SAMPI_ALGO_AUTO);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
  */
 #include "stragglar_schedule.h"
 #include "suites.h"
+#include "symsim.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -186,6 +187,37 @@ START_TEST(schedules_simulate)
 }
 END_TEST
 
+/* The whole call as the executor runs it - the first phase among the
+ * others, then the matching - simulated over every rank. */
+static struct sampi_stragglar_schedule two_phase_sch;
+
+static int two_phase_builder(int p, int rank, size_t count, struct sampi_round *rounds,
+                             int max_rounds)
+{
+    if (max_rounds < p - 2 + two_phase_sch.nrounds)
+        return -ENOSPC;
+    return sampi_stragglar_rounds(&two_phase_sch, rank, count, rounds);
+}
+
+START_TEST(two_phase_rounds_simulate)
+{
+    const int n = _i;
+    const int stragglers[] = {0, n / 2, n - 1};
+    const size_t counts[] = {(size_t)(n - 1), (size_t)n, 1009, 4096};
+    for (int si = 0; si < 3; si++) {
+        ck_assert_int_eq(sampi_stragglar_schedule(n, stragglers[si], &two_phase_sch), 0);
+        for (int ci = 0; ci < 4; ci++) {
+            struct symsim_result res;
+            symsim_run(two_phase_builder, n - 2 + two_phase_sch.nrounds, n, counts[ci], &res);
+            ck_assert_msg(res.ok, "n=%d straggler=%d count=%zu: %s", n, stragglers[si], counts[ci],
+                          res.error);
+            ck_assert_int_eq(res.nrounds, n - 2 + two_phase_sch.nrounds);
+        }
+        sampi_stragglar_schedule_free(&two_phase_sch);
+    }
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
     struct sampi_stragglar_schedule s;
@@ -230,6 +262,7 @@ Suite *sampi_stragglar_suite(void)
     TCase *tc = tcase_create("schedule");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, schedules_simulate, 3, 65);
+    tcase_add_loop_test(tc, two_phase_rounds_simulate, 3, 33);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, n4_worked_example);
     suite_add_tcase(s, tc);

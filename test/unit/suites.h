@@ -13,5 +13,10 @@ Suite *sampi_select_suite(void);
 Suite *sampi_mpit_suite(void);
 Suite *sampi_optcc_suite(void);
 Suite *sampi_stragglar_suite(void);
+Suite *sampi_tracking_suite(void);
+Suite *sampi_selective_proto_suite(void);
+Suite *sampi_selective_suite(void);
+Suite *sampi_optireduce_suite(void);
+Suite *sampi_dgram_suite(void);
 
 #endif

@@ -85,8 +85,11 @@ void symsim_run(symsim_builder build, int max_rounds, int p, size_t count,
                     FAIL("round %d rank %d receives a bad range", k, r);
                 if (RD(rd->recv.peer, k)->send.peer != r)
                     FAIL("round %d: receive %d<-%d unmatched", k, r, rd->recv.peer);
-                if (rd->send.peer >= 0 && overlaps(&rd->send, &rd->recv))
-                    FAIL("round %d rank %d receives over what it sends", k, r);
+                /* a copy lands in the vector as it arrives; a reduction waits in
+                 * scratch until the send of its range has completed (executor.c) */
+                if (rd->action == SAMPI_RECV_COPY && rd->send.peer >= 0 &&
+                    overlaps(&rd->send, &rd->recv))
+                    FAIL("round %d rank %d copies over what it sends", k, r);
             }
         }
         /* all sends read the vectors as they were before the round */
@@ -102,6 +105,15 @@ void symsim_run(symsim_builder build, int max_rounds, int p, size_t count,
                 continue;
             const struct elem *in = &msg[(size_t)rd->recv.peer * count];
             struct elem *dst = &vec[(size_t)r * count + rd->recv.offset];
+            /* Two ranks that swap a range and reduce it at both ends, one
+             * with REDUCE (received OP own) and the other with REDUCE_SWAP
+             * (own OP received), apply the operands in the same order: the
+             * same bits at both, as if computed at one place. */
+            const struct sampi_round *pr = RD(rd->recv.peer, k);
+            int twin = rd->action != SAMPI_RECV_COPY && pr->recv.peer == r &&
+                       pr->action != SAMPI_RECV_COPY && pr->action != rd->action &&
+                       pr->recv.offset == rd->recv.offset && pr->recv.count == rd->recv.count;
+            int at = twin && rd->recv.peer < r ? rd->recv.peer : r;
             for (size_t i = 0; i < rd->recv.count; i++) {
                 if (rd->action == SAMPI_RECV_COPY) {
                     dst[i] = in[i];
@@ -111,7 +123,7 @@ void symsim_run(symsim_builder build, int max_rounds, int p, size_t count,
                     FAIL("round %d rank %d reduces rank inputs twice at element %zu", k, r,
                          rd->recv.offset + i);
                 dst[i].ranks |= in[i].ranks;
-                dst[i].origin = 1u + (uint32_t)r * 65536u + (uint32_t)k;
+                dst[i].origin = 1u + (uint32_t)at * 65536u + (uint32_t)k;
             }
         }
     }

@@ -1,0 +1,573 @@
+/*
+ * ofi_udp.c - the `ofi-udp` datagram transport: libfabric FI_EP_DGRAM on the
+ * `udp` provider, for hosts without DPDK (netdev/dgram.h).
+ *
+ * The provider is one nonblocking UDP socket per endpoint.  What shapes this
+ * file (libfabric 1.17's prov/udp, checked here):
+ *  - fi_getinfo lists the udp provider once per interface, eth0 first.  The
+ *    endpoint is bound to sampi_ofi_udp_addr (127.0.0.1 by default) by
+ *    passing it as the node with FI_SOURCE, and only the entry whose source
+ *    address is exactly that one is used: a datagram never leaves through
+ *    another interface by accident.
+ *  - max_msg_size and inject_size are both 1472 (a 1500-byte MTU less IPv4
+ *    and UDP headers), so send() is fi_inject: one sendto, no completion to
+ *    reap, and -FI_EAGAIN when the socket's send buffer is full.
+ *  - A receive completes only when its CQ is read: each read makes one
+ *    recvmsg into the oldest posted buffer.  The provider cannot cancel a
+ *    posted receive, so the caller's buffer is never posted (a receive that
+ *    timed out would be written into later); a ring of MTU-sized slots is
+ *    posted instead and each datagram is copied out once.
+ *  - With FI_SOURCE the CQ should report the sender's AV index
+ *    (fi_cq_readfrom; addresses are inserted in rank order into an
+ *    FI_AV_TABLE, so the index is the rank).  In 1.17 it mostly does not:
+ *    here only the first datagram of a run resolved, every later one came
+ *    back FI_ADDR_NOTAVAIL (the provider receives the source into an
+ *    uninitialised struct sockaddr_in6 on its stack; the AV lookup
+ *    apparently compares bytes the kernel did not write).  Each datagram
+ *    therefore starts with 4 bytes of ours: the sender's rank and a tag
+ *    agreed at open.  The tag rejects datagrams meant for an earlier
+ *    instance whose port this one reuses; a source address that the CQ does
+ *    resolve must agree with the rank carried, or the datagram is dropped.
+ *    The mtu offered is the provider's less those 4 bytes.
+ *  - Datagrams wait in the kernel socket buffer until read, and Linux's
+ *    default (208 KiB) is small: 8 ranks each sending 256 datagrams of 1.4 KiB
+ *    to every other rank at once lost 75% of them with it, none with 4 MiB
+ *    (test/mpi/dgram_pingpong --window 256).  The provider exposes no socket
+ *    option, so the socket is found by its bound name and given
+ *    sampi_ofi_udp_rcvbuf bytes (SO_RCVBUFFORCE as root, else capped by
+ *    net.core.rmem_max).
+ *  - Waiting sleeps in fi_cq_sreadfrom (the CQ's FD wait set holds the
+ *    socket), so a rank waiting for a late peer uses no CPU; with
+ *    sampi_busy_poll=1 it polls instead.  sread's timeout is in whole
+ *    milliseconds, rounded up: recv() may return up to 1 ms after its deadline.
+ */
+#include "dgram_backend.h"
+#include "netdev.h"
+#include "sampi_internal.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+extern const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops; /* the row in dgram.c */
+
+#define UDP_API_VERSION FI_VERSION(1, 10)
+#define UDP_NAME_MAX    128 /* fi_getname: a struct sockaddr_in here */
+#define UDP_RX_SLOTS    64  /* posted receive buffers; the kernel buffer holds the rest */
+#define UDP_WIRE_BYTES  4   /* struct wire */
+
+/* What this backend puts in front of the caller's bytes (network order). */
+struct wire {
+    uint16_t src; /* sender's rank */
+    uint16_t tag; /* instance tag agreed at open */
+};
+_Static_assert(sizeof(struct wire) == UDP_WIRE_BYTES, "struct wire is packed");
+
+/* Opens in this process: the proposals from which instance tags are agreed. */
+static _Atomic unsigned open_count;
+
+struct rx_slot {
+    unsigned char *buf;
+};
+
+struct udp_dgram {
+    struct sampi_dgram base;
+    struct fi_info *info; /* the entry used, detached from fi_getinfo's list */
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_cq *rx_cq, *tx_cq;
+    struct fid_av *av;
+    struct fid_ep *ep;
+    fi_addr_t *peers; /* rank -> AV address */
+    int table_order;  /* peers[r] == r for every r: the AV index is the rank */
+    int blocking;     /* rx_cq has an FD wait object for fi_cq_sreadfrom */
+    int busy_poll;
+    int rcvbuf;      /* the socket's receive buffer after set-up, 0 if unknown */
+    uint16_t tag;    /* agreed instance tag (struct wire) */
+    size_t wire_mtu; /* the provider's datagram limit, our header included */
+    unsigned char *txbuf;
+    struct rx_slot slots[UDP_RX_SLOTS];
+    unsigned char *slab;
+    char addr[SAMPI_CVAR_STRING_MAX];
+};
+
+enum udp_stage {
+    ST_NONE,
+    ST_NOMEM,
+    ST_ADDR,
+    ST_GETINFO,
+    ST_NO_DOMAIN,
+    ST_FABRIC,
+    ST_DOMAIN,
+    ST_CQ,
+    ST_AV,
+    ST_ENDPOINT,
+    ST_BIND,
+    ST_ENABLE,
+    ST_POST,
+    ST_GETNAME,
+    ST_AV_INSERT,
+    ST__COUNT,
+};
+
+static const char *const stage_names[ST__COUNT] = {
+    [ST_NONE] = "nothing",
+    [ST_NOMEM] = "memory allocation",
+    [ST_ADDR] = "parsing sampi_ofi_udp_addr (an IPv4 address)",
+    [ST_GETINFO] = "fi_getinfo",
+    [ST_NO_DOMAIN] = "finding a udp domain bound to that address",
+    [ST_FABRIC] = "fi_fabric",
+    [ST_DOMAIN] = "fi_domain",
+    [ST_CQ] = "fi_cq_open",
+    [ST_AV] = "fi_av_open",
+    [ST_ENDPOINT] = "fi_endpoint",
+    [ST_BIND] = "fi_ep_bind",
+    [ST_ENABLE] = "fi_enable",
+    [ST_POST] = "posting receive buffers",
+    [ST_GETNAME] = "fi_getname",
+    [ST_AV_INSERT] = "fi_av_insert",
+};
+
+static int neg_errno(ssize_t fi_rc)
+{
+    int e = (int)(fi_rc < 0 ? -fi_rc : fi_rc);
+    if (e == FI_ETRUNC)
+        return -EMSGSIZE;
+    return e > 0 && e < 256 ? -e : -EIO;
+}
+
+static void close_fid(struct fid *fid)
+{
+    if (fid)
+        fi_close(fid);
+}
+
+static void udp_close(struct sampi_dgram *base)
+{
+    struct udp_dgram *dg = (struct udp_dgram *)base;
+    if (!dg)
+        return;
+    /* The endpoint first: it stops using the CQs and AV bound to it, and its
+     * posted receives (our slots) die with it. */
+    close_fid(dg->ep ? &dg->ep->fid : NULL);
+    close_fid(dg->av ? &dg->av->fid : NULL);
+    close_fid(dg->rx_cq ? &dg->rx_cq->fid : NULL);
+    close_fid(dg->tx_cq ? &dg->tx_cq->fid : NULL);
+    close_fid(dg->domain ? &dg->domain->fid : NULL);
+    close_fid(dg->fabric ? &dg->fabric->fid : NULL);
+    if (dg->info)
+        fi_freeinfo(dg->info);
+    free(dg->slab);
+    free(dg->txbuf);
+    free(dg->peers);
+    free(dg);
+}
+
+static struct fi_info *make_hints(void)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints)
+        goto fail;
+    hints->caps = FI_MSG | FI_SEND | FI_RECV | FI_SOURCE;
+    hints->mode = 0;
+    hints->addr_format = FI_SOCKADDR_IN;
+    hints->ep_attr->type = FI_EP_DGRAM;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->fabric_attr->prov_name = strdup("udp");
+    if (!hints->fabric_attr->prov_name)
+        goto fail;
+    return hints;
+fail:
+    if (hints)
+        fi_freeinfo(hints);
+    return NULL;
+}
+
+/* The entry of `list` whose endpoint would be bound to exactly `want`, unlinked
+ * from the list (which the caller frees), or NULL. */
+static struct fi_info *take_entry(struct fi_info **list, const struct in_addr *want)
+{
+    for (struct fi_info **p = list; *p; p = &(*p)->next) {
+        const struct sockaddr_in *sa = (*p)->src_addr;
+        if (!sa || (*p)->src_addrlen < sizeof(*sa) || sa->sin_family != AF_INET ||
+            sa->sin_addr.s_addr != want->s_addr)
+            continue;
+        struct fi_info *hit = *p;
+        *p = hit->next;
+        hit->next = NULL;
+        return hit;
+    }
+    return NULL;
+}
+
+/* Give the endpoint's socket a larger receive buffer.  libfabric offers no
+ * option for it, so the socket is found among the process's descriptors by
+ * its bound address (the port makes it unique on this host).  Returns the
+ * buffer size the kernel reports afterwards, or 0 when the socket was not
+ * found. */
+static int grow_rcvbuf(const struct sockaddr_in *name, long long want)
+{
+    int got = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        long fd = strtol(de->d_name, &end, 10);
+        if (*end || end == de->d_name || fd == dirfd(d))
+            continue;
+        struct sockaddr_in sa;
+        socklen_t len = sizeof(sa);
+        int type = 0;
+        socklen_t tlen = sizeof(type);
+        if (getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &tlen) || type != SOCK_DGRAM)
+            continue;
+        if (getsockname((int)fd, (struct sockaddr *)&sa, &len) || len < sizeof(sa) ||
+            sa.sin_family != AF_INET || sa.sin_port != name->sin_port ||
+            sa.sin_addr.s_addr != name->sin_addr.s_addr)
+            continue;
+        if (want > 0) {
+            int v = want > INT_MAX / 2 ? INT_MAX / 2 : (int)want; /* the kernel doubles it */
+            if (setsockopt((int)fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)))
+                setsockopt((int)fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+        }
+        socklen_t glen = sizeof(got);
+        if (getsockopt((int)fd, SOL_SOCKET, SO_RCVBUF, &got, &glen))
+            got = 0;
+        break;
+    }
+    closedir(d);
+    return got;
+}
+
+static int post_slot(struct udp_dgram *dg, struct rx_slot *s)
+{
+    ssize_t rc = fi_recv(dg->ep, s->buf, dg->wire_mtu, NULL, FI_ADDR_UNSPEC, s);
+    return rc ? neg_errno(rc) : 0;
+}
+
+/* Open everything local.  ST_NONE, or the failing stage and *fi_err. */
+static enum udp_stage open_local(struct udp_dgram *dg, char *name, size_t *namelen, int *fi_err)
+{
+    enum udp_stage st = ST_ADDR;
+    struct fi_info *hints = NULL, *list = NULL;
+    struct in_addr want;
+    int rc = 0;
+    if (inet_pton(AF_INET, dg->addr, &want) != 1) {
+        rc = -FI_EINVAL;
+        goto fail;
+    }
+    st = ST_NOMEM;
+    if (!(hints = make_hints())) {
+        rc = -FI_ENOMEM;
+        goto fail;
+    }
+    st = ST_GETINFO;
+    /* Port 0: the kernel picks a free one; fi_getname tells it. */
+    if ((rc = fi_getinfo(UDP_API_VERSION, dg->addr, "0", FI_SOURCE, hints, &list)))
+        goto fail;
+    st = ST_NO_DOMAIN;
+    if (!(dg->info = take_entry(&list, &want))) {
+        rc = -FI_ENODATA;
+        goto fail;
+    }
+    dg->wire_mtu = dg->info->ep_attr->max_msg_size;
+    if (dg->info->tx_attr->inject_size < dg->wire_mtu)
+        dg->wire_mtu = dg->info->tx_attr->inject_size;
+    if (dg->wire_mtu <= UDP_WIRE_BYTES) {
+        rc = -FI_EMSGSIZE;
+        goto fail;
+    }
+    dg->base.mtu = dg->wire_mtu - UDP_WIRE_BYTES;
+
+    st = ST_FABRIC;
+    if ((rc = fi_fabric(dg->info->fabric_attr, &dg->fabric, NULL)))
+        goto fail;
+    st = ST_DOMAIN;
+    if ((rc = fi_domain(dg->fabric, dg->info, &dg->domain, NULL)))
+        goto fail;
+
+    st = ST_CQ;
+    struct fi_cq_attr rx_attr = {.format = FI_CQ_FORMAT_MSG,
+                                 .size = UDP_RX_SLOTS,
+                                 .wait_obj = dg->busy_poll ? FI_WAIT_NONE : FI_WAIT_FD};
+    rc = fi_cq_open(dg->domain, &rx_attr, &dg->rx_cq, NULL);
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
+        rx_attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(dg->domain, &rx_attr, &dg->rx_cq, NULL);
+    }
+    if (rc)
+        goto fail;
+    dg->blocking = rx_attr.wait_obj == FI_WAIT_FD;
+    /* Injected sends write no completion, but the provider will not enable
+     * an endpoint without a transmit CQ. */
+    struct fi_cq_attr tx_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+    if ((rc = fi_cq_open(dg->domain, &tx_attr, &dg->tx_cq, NULL)))
+        goto fail;
+
+    st = ST_AV;
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = (size_t)dg->base.size};
+    if ((rc = fi_av_open(dg->domain, &av_attr, &dg->av, NULL)))
+        goto fail;
+
+    st = ST_ENDPOINT;
+    if ((rc = fi_endpoint(dg->domain, dg->info, &dg->ep, NULL)))
+        goto fail;
+    st = ST_BIND;
+    if ((rc = fi_ep_bind(dg->ep, &dg->rx_cq->fid, FI_RECV)) ||
+        (rc = fi_ep_bind(dg->ep, &dg->tx_cq->fid, FI_TRANSMIT)) ||
+        (rc = fi_ep_bind(dg->ep, &dg->av->fid, 0)))
+        goto fail;
+    st = ST_ENABLE;
+    if ((rc = fi_enable(dg->ep)))
+        goto fail;
+
+    st = ST_NOMEM;
+    dg->slab = malloc(UDP_RX_SLOTS * dg->wire_mtu);
+    dg->txbuf = malloc(dg->wire_mtu);
+    if (!dg->slab || !dg->txbuf) {
+        rc = -FI_ENOMEM;
+        goto fail;
+    }
+    st = ST_POST;
+    for (int i = 0; i < UDP_RX_SLOTS; i++) {
+        dg->slots[i].buf = dg->slab + (size_t)i * dg->wire_mtu;
+        if ((rc = post_slot(dg, &dg->slots[i])))
+            goto fail;
+    }
+    st = ST_GETNAME;
+    if ((rc = fi_getname(&dg->ep->fid, name, namelen)))
+        goto fail;
+    if (*namelen >= sizeof(struct sockaddr_in))
+        dg->rcvbuf = grow_rcvbuf((const struct sockaddr_in *)name,
+                                 sampi_cvar_int(SAMPI_CVAR_OFI_UDP_RCVBUF));
+    fi_freeinfo(hints);
+    fi_freeinfo(list);
+    *fi_err = 0;
+    return ST_NONE;
+fail:
+    if (hints)
+        fi_freeinfo(hints);
+    if (list)
+        fi_freeinfo(list);
+    *fi_err = rc < 0 ? -rc : rc;
+    return st;
+}
+
+static void warn_failure(int my_rank, const char *addr, const struct sampi_dgram_vote *v)
+{
+    if (my_rank != 0)
+        return;
+    int st = v->fail_stage > ST_NONE && v->fail_stage < ST__COUNT ? v->fail_stage : ST_NONE;
+    sampi_log_warn("ofi-udp datagram transport unavailable: %s failed on rank %d (address "
+                   "'%s' on rank 0): %s",
+                   stage_names[st], v->fail_rank, addr,
+                   v->fail_err ? fi_strerror(v->fail_err) : "no error code");
+}
+
+static int udp_open(MPI_Comm comm, struct sampi_dgram **out)
+{
+    struct udp_dgram *dg = calloc(1, sizeof(*dg));
+    char *names = NULL;
+    char name[UDP_NAME_MAX];
+    size_t namelen = sizeof(name);
+    int rank = 0, size = 0, fi_err = FI_ENOMEM, rc = -ENODEV;
+    enum udp_stage st = ST_NOMEM;
+    char addr[SAMPI_CVAR_STRING_MAX] = "";
+
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    sampi_cvar_text(SAMPI_CVAR_OFI_UDP_ADDR, addr, sizeof(addr));
+    memset(name, 0, sizeof(name));
+    /* Every rank makes the same collective calls whatever happens locally;
+     * differences show up in the agreement, never as a hang. */
+    if (dg) {
+        dg->base.ops = &sampi_dgram_ofi_udp_ops;
+        dg->base.rank = rank;
+        dg->base.size = size;
+        dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
+        snprintf(dg->addr, sizeof(dg->addr), "%s", addr);
+        dg->peers = calloc((size_t)size, sizeof(*dg->peers));
+        names = calloc((size_t)size, UDP_NAME_MAX);
+        st = dg->peers && names ? open_local(dg, name, &namelen, &fi_err) : ST_NOMEM;
+    }
+    struct sampi_dgram_vote v;
+    if (sampi_dgram_vote(comm, rank, st, fi_err, ++open_count & 0xffff, &v))
+        goto fail;
+    if (!v.all_ok) {
+        warn_failure(rank, addr, &v);
+        goto fail;
+    }
+    if (PMPI_Allgather(name, UDP_NAME_MAX, MPI_BYTE, names, UDP_NAME_MAX, MPI_BYTE, comm) !=
+        MPI_SUCCESS)
+        goto fail;
+
+    dg->tag = (uint16_t)v.max;
+    st = ST_NONE;
+    fi_err = 0;
+    dg->table_order = 1;
+    for (int r = 0; r < size && st == ST_NONE; r++) {
+        int n = fi_av_insert(dg->av, names + (size_t)r * UDP_NAME_MAX, 1, &dg->peers[r], 0, NULL);
+        if (n != 1) {
+            st = ST_AV_INSERT;
+            fi_err = n < 0 ? -n : FI_EINVAL;
+        }
+        dg->table_order &= dg->peers[r] == (fi_addr_t)r;
+    }
+    if (sampi_dgram_vote(comm, rank, st, fi_err, 0, &v))
+        goto fail;
+    if (!v.all_ok) {
+        warn_failure(rank, addr, &v);
+        goto fail;
+    }
+    free(names);
+    sampi_log(SAMPI_LOG_SETUP,
+              "ofi-udp: domain %s, %s, mtu %zu, %s waits, socket receive buffer %d bytes",
+              dg->info->domain_attr->name, dg->addr, dg->base.mtu,
+              dg->busy_poll  ? "busy-polling"
+              : dg->blocking ? "blocking"
+                             : "polling",
+              dg->rcvbuf);
+    *out = &dg->base;
+    return 0;
+fail:
+    free(names);
+    udp_close(dg ? &dg->base : NULL);
+    *out = NULL;
+    return rc;
+}
+
+static int udp_send(struct sampi_dgram *base, int peer, const void *buf, size_t len)
+{
+    struct udp_dgram *dg = (struct udp_dgram *)base;
+    int bad = sampi_dgram_check_send(base, peer, len);
+    if (bad)
+        return bad;
+    struct wire w = {htons((uint16_t)base->rank), htons(dg->tag)};
+    memcpy(dg->txbuf, &w, sizeof(w));
+    memcpy(dg->txbuf + sizeof(w), buf, len);
+    ssize_t rc = fi_inject(dg->ep, dg->txbuf, len + sizeof(w), dg->peers[peer]);
+    if (rc == -FI_EAGAIN)
+        return -EAGAIN;
+    return rc ? neg_errno(rc) : 0;
+}
+
+static int rank_of(const struct udp_dgram *dg, fi_addr_t src)
+{
+    if (src == FI_ADDR_NOTAVAIL || src == FI_ADDR_UNSPEC)
+        return -1;
+    if (dg->table_order)
+        return src < (fi_addr_t)dg->base.size ? (int)src : -1;
+    for (int r = 0; r < dg->base.size; r++)
+        if (dg->peers[r] == src)
+            return r;
+    return -1;
+}
+
+/* What one CQ read gave: 1 and the datagram's length in *len (copied to buf,
+ * its slot posted again), 0 when nothing usable was there (a foreign or
+ * malformed datagram is dropped), or a negative errno. */
+static int take(struct udp_dgram *dg, ssize_t rc, const struct fi_cq_msg_entry *e, fi_addr_t src,
+                void *buf, size_t cap, int *peer, ssize_t *len)
+{
+    if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT || rc == 0)
+        return 0;
+    if (rc == -FI_EAVAIL) {
+        struct fi_cq_err_entry err;
+        memset(&err, 0, sizeof(err));
+        if (fi_cq_readerr(dg->rx_cq, &err, 0) < 0)
+            return -EIO;
+        if (err.op_context) {
+            int prc = post_slot(dg, err.op_context);
+            if (prc)
+                return prc;
+        }
+        if (sampi_log_enabled(SAMPI_LOG_SETUP))
+            sampi_log(SAMPI_LOG_SETUP, "ofi-udp: receive error: %s",
+                      fi_strerror(err.err ? err.err : FI_EIO));
+        return 0; /* that datagram is lost; the caller keeps waiting */
+    }
+    if (rc < 0)
+        return neg_errno(rc);
+    struct rx_slot *s = e->op_context;
+    struct wire w;
+    int from = -1, usable = e->len >= sizeof(w);
+    if (usable) {
+        memcpy(&w, s->buf, sizeof(w));
+        from = ntohs(w.src);
+        int said = rank_of(dg, src);
+        usable = ntohs(w.tag) == dg->tag && from < dg->base.size && from != dg->base.rank &&
+                 (said < 0 || said == from);
+    }
+    if (usable) {
+        size_t n = e->len - sizeof(w);
+        *len = n <= cap ? (ssize_t)n : -EMSGSIZE;
+        if (n <= cap)
+            memcpy(buf, s->buf + sizeof(w), n);
+        *peer = from;
+    }
+    int prc = post_slot(dg, s);
+    return prc ? prc : usable;
+}
+
+static int ms_until(int64_t deadline_ns, int64_t now)
+{
+    int64_t left = deadline_ns - now;
+    if (left <= 0)
+        return 0;
+    int64_t ms = (left + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static ssize_t udp_recv(struct sampi_dgram *base, void *buf, size_t cap, int *peer,
+                        int64_t deadline_ns)
+{
+    struct udp_dgram *dg = (struct udp_dgram *)base;
+    unsigned spins = 0;
+    ssize_t len = 0;
+    *peer = -1;
+    for (;;) {
+        struct fi_cq_msg_entry e;
+        fi_addr_t src = FI_ADDR_NOTAVAIL;
+        int got = take(dg, fi_cq_readfrom(dg->rx_cq, &e, 1, &src), &e, src, buf, cap, peer, &len);
+        if (got)
+            return got < 0 ? got : len;
+        int64_t now = sampi_now_ns();
+        if (now >= deadline_ns)
+            return -ETIMEDOUT;
+        if (dg->busy_poll)
+            continue;
+        if (!dg->blocking) {
+            sampi_backoff(&spins);
+            continue;
+        }
+        src = FI_ADDR_NOTAVAIL;
+        ssize_t rc = fi_cq_sreadfrom(dg->rx_cq, &e, 1, &src, NULL, ms_until(deadline_ns, now));
+        got = take(dg, rc, &e, src, buf, cap, peer, &len);
+        if (got)
+            return got < 0 ? got : len;
+    }
+}
+
+const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops = {
+    .name = "ofi-udp",
+    .description = "libfabric FI_EP_DGRAM on the udp provider (address: sampi_ofi_udp_addr)",
+    .open = udp_open,
+    .close = udp_close,
+    .send = udp_send,
+    .recv = udp_recv,
+};

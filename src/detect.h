@@ -1,0 +1,59 @@
+/*
+ * detect.h - which rank's network link is degraded, and by how much.
+ *
+ * Pure code (no MPI, no clocks): src/tracker.c runs a short probe now and
+ * then on the communicator's data path - every rank sends the same number of
+ * bytes to its right neighbour, then to its left one, and times the two
+ * receives on its own clock - and all ranks allgather the 2n times.  A rank whose own link is
+ * slow in both directions is the one whose four links (to and from both
+ * neighbours) are ALL slow; a neighbour of it has two fast links.  So each
+ * rank r is scored min(its four link times) / median(the links not touching
+ * r), and the detector confirms a rank only when it stands out in several
+ * probes in a row, and lets it go after several normal ones (hysteresis), so
+ * one noisy probe on a shared host switches nothing.  All ranks run the same
+ * code on the same numbers and agree (DESIGN rule 1).
+ */
+#ifndef SAMPI_DETECT_H
+#define SAMPI_DETECT_H
+
+/* One probe: from_left[i] / from_right[i] = the time rank i took to receive
+ * the probe from rank i-1 / i+1 (mod n), any unit.  Returns the rank with the
+ * highest score and writes that score (>= 1 when it is slower than the rest)
+ * to *slowdown; -1 when n < 3 or a time is missing (<= 0 or NaN). */
+int sampi_detect_probe(const double *from_left, const double *from_right, int n, double *slowdown);
+
+struct sampi_detector {
+    int rank;         /* the confirmed degraded rank, -1: none */
+    double slowdown;  /* its estimated slowdown l (quantised to 1/64) */
+    int candidate;    /* the rank that stood out in the last probes */
+    int streak;       /* consecutive probes it stood out in */
+    int calm;         /* consecutive probes in which the confirmed rank did not */
+    double recent[3]; /* its last slowdowns, for a median */
+};
+
+/* Confirm after this many probes in a row with slowdown >= the threshold;
+ * release after this many without. */
+#define SAMPI_DETECT_CONFIRM 3
+#define SAMPI_DETECT_RELEASE 2
+/* A link this much slower than the median of the others counts as degraded
+ * (probe noise on a loaded loopback stays below); once confirmed, it stays
+ * degraded while above the lower release threshold. */
+#define SAMPI_DETECT_THRESHOLD         1.25
+#define SAMPI_DETECT_RELEASE_THRESHOLD 1.10
+
+void sampi_detector_init(struct sampi_detector *d);
+/* Feed one probe's outcome (rank -1 for an invalid probe, which changes
+ * nothing).  Returns 1 when the confirmed rank or its slowdown changed. */
+int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown);
+
+/* OptCC's time over the fault-free ring time T0 = 2(p-1)/p n beta for one
+ * rank slowed down l times, k segments (the paper's eq. (1)/(2), spec
+ * section 4.3): l (k+1)/k / T0 for l >= 2, and with bubble filling
+ * 2(p-1)l/((p-2)l+2) (k+l-1)/k / T0 below.  A ring through the slow rank
+ * takes l T0. */
+double sampi_optcc_model_ratio(int p, double l, int k);
+/* Theorem 6's lower bound over T0: pl/((p-2)l+2) for l <= 2, lp/(2(p-1))
+ * above. */
+double sampi_optcc_lower_bound_ratio(int p, double l);
+
+#endif

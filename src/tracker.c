@@ -1,0 +1,365 @@
+/*
+ * tracker.c - per-communicator arrival and link tracking (tracker.h).
+ *
+ * Cost: one allgather of a double per rank after each tracked call (tens of
+ * microseconds against the milliseconds a tracked call takes), plus, every
+ * sampi_optcc_probe_period calls, a probe moving 2 sampi_optcc_probe_bytes
+ * per rank and an allgather of two doubles.
+ */
+#include "tracker.h"
+#include "comm.h"
+#include "sampi_internal.h"
+#include "select.h"
+#include "stragglar_schedule.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A rank arriving less than this behind the second-last is not "late":
+ * scheduling noise on a loaded host is of this order. */
+#define MIN_GAP_NS  50000.0
+#define SPARE_RANKS 4096
+
+static int mode(void)
+{
+    return (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_MODE);
+}
+
+static int slowdown_given(void)
+{
+    char buf[SAMPI_CVAR_STRING_MAX];
+    sampi_cvar_text(SAMPI_CVAR_OPTCC_SLOWDOWN, buf, sizeof(buf));
+    return buf[0] != '\0';
+}
+
+static struct sampi_tracker *tracker_of(struct sampi_comm *c)
+{
+    if (c->tracker)
+        return c->tracker;
+    struct sampi_tracker *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->dur = calloc((size_t)c->size, sizeof(double));
+    t->probe_times = calloc(2 * (size_t)c->size, sizeof(double));
+    if (!t->dur || !t->probe_times) {
+        sampi_tracker_free(t);
+        return NULL;
+    }
+    sampi_predictor_init(&t->pred, c->size, (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_WINDOW));
+    sampi_detector_init(&t->det);
+    t->predicted = -1;
+    atomic_store(&t->pv_predicted, -1);
+    atomic_store(&t->pv_degraded, -1);
+    c->tracker = t;
+    return t;
+}
+
+int sampi_tracker_begin(struct sampi_comm *c, size_t bytes)
+{
+    if (c->size < 3 || (long long)bytes < sampi_cvar_int(SAMPI_CVAR_TRACKER_MIN_BYTES))
+        return 0;
+    if (mode() == SAMPI_STRAGGLAR_OFF && !sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT))
+        return 0;
+    /* An allocation failure on one rank must not make it skip an exchange the
+     * others make: on failure this rank takes part with a NULL tracker. */
+    struct sampi_tracker *t = tracker_of(c);
+    if (t) {
+        t->entry_ns = sampi_now_ns();
+        t->predicted = sampi_tracker_straggler(c);
+    }
+    return 1;
+}
+
+/* Time per byte: the calls whose time after the last arrival the model
+ * explains, with the bytes each moves per rank after it (in units of s). */
+static double beta_factor(const struct sampi_tracker *t, enum sampi_algo_id algo, int n,
+                          const struct sampi_arrival *a, size_t bytes)
+{
+    switch (algo) {
+    case SAMPI_ALGO_RING:
+    case SAMPI_ALGO_RHD:
+    case SAMPI_ALGO_NATIVE: /* Open MPI's large-message algorithms move about as much */
+        return sampi_ring_factor(n);
+    case SAMPI_ALGO_STRAGGLAR:
+        /* only when its first phase was hidden behind the delay */
+        if (t->beta.ns_per_byte > 0 && t->stragglar_rounds > 0 &&
+            a->gap_ns >= sampi_stragglar_phase1_factor(n) * (double)bytes * t->beta.ns_per_byte)
+            return sampi_stragglar_phase2_factor(n, t->stragglar_rounds);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* The matching phase's length on n ranks, from the builder, once. */
+static void learn_rounds(struct sampi_tracker *t, int n)
+{
+    if (t->stragglar_rounds || n > SAMPI_STRAGGLAR_MAX_MATCHING_N)
+        return;
+    struct sampi_stragglar_schedule sch;
+    memset(&sch, 0, sizeof(sch));
+    if (sampi_stragglar_schedule(n, 0, &sch) == 0) {
+        t->stragglar_rounds = sch.nrounds;
+        sampi_stragglar_schedule_free(&sch);
+    } else {
+        t->stragglar_rounds = -1; /* never again */
+    }
+}
+
+/* The probe: every rank sends probe_bytes to its right neighbour while it
+ * receives from its left, then the other way round, timing each receive.
+ * One direction at a time, each rank's egress and ingress carry one flow, so
+ * a link's time is set by the slower of its two ends alone: l times the
+ * others' for the four links of a rank slowed l times in both directions.
+ * Repeated PROBE_REPS times, keeping each link's fastest: a rank descheduled
+ * for a moment on a shared host slows one repetition, a slow link slows them
+ * all.  Every rank takes part; a rank that cannot reports no times (the probe
+ * is then void everywhere). */
+#define PROBE_REPS 3
+
+static int probe_shift(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes, int to,
+                       int from, double *out)
+{
+    /* The receiver starts its clock when it tells the sender to go, and the
+     * sender sends only then: a rank that enters the probe late would
+     * otherwise find the data already buffered and time nothing. */
+    enum { DATA_IN, GO_IN, GO_OUT, DATA_OUT, NREQ };
+    struct sampi_netdev *nd = c->nd;
+    uint64_t seq = c->seq++;
+    uint64_t data_tag = sampi_netdev_tag(seq, 0, 0), go_tag = sampi_netdev_tag(seq, 0, 1);
+    sampi_netdev_req_t reqs[NREQ];
+    sampi_netdev_req_t *ptrs[NREQ] = {&reqs[0], &reqs[1], &reqs[2], &reqs[3]};
+    char go_out = 1, go_in = 0;
+    int posted = 0, rc;
+    memset(reqs, 0, sizeof(reqs));
+    int64_t deadline = sampi_now_ns() + sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS) * 1000000LL;
+    *out = -1;
+    if ((rc = nd->ops->irecv(nd, t->probe_buf + bytes, bytes, from, data_tag, &reqs[DATA_IN])))
+        goto fail;
+    posted = 1;
+    if ((rc = nd->ops->irecv(nd, &go_in, 1, to, go_tag, &reqs[GO_IN])))
+        goto fail;
+    posted = 2;
+    int64_t start = sampi_now_ns();
+    if ((rc = nd->ops->isend(nd, &go_out, 1, from, go_tag, &reqs[GO_OUT])))
+        goto fail;
+    posted = 3;
+    while (!(reqs[DATA_IN].done && posted == NREQ && reqs[DATA_OUT].done && reqs[GO_OUT].done)) {
+        if ((rc = nd->ops->wait(nd, ptrs, posted, deadline)))
+            goto fail;
+        if (reqs[DATA_IN].done && *out < 0)
+            *out = (double)(sampi_now_ns() - start);
+        if (reqs[GO_IN].done && posted < NREQ) {
+            if ((rc = nd->ops->isend(nd, t->probe_buf, bytes, to, data_tag, &reqs[DATA_OUT])))
+                goto fail;
+            posted = NREQ;
+        }
+    }
+    for (int i = 0; i < NREQ; i++)
+        if (reqs[i].status)
+            rc = reqs[i].status;
+fail:
+    if (rc)
+        for (int i = 0; i < posted; i++)
+            if (!reqs[i].done)
+                nd->ops->cancel(nd, &reqs[i]);
+    return rc;
+}
+
+static int probe_once(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes, double out[2])
+{
+    int left = (c->rank - 1 + c->size) % c->size, right = (c->rank + 1) % c->size;
+    int rc = probe_shift(c, t, bytes, right, left, &out[0]);
+    return rc ? rc : probe_shift(c, t, bytes, left, right, &out[1]);
+}
+
+static int probe(struct sampi_comm *c, struct sampi_tracker *t, double out[2])
+{
+    out[0] = out[1] = -1;
+    size_t bytes = (size_t)sampi_cvar_int(SAMPI_CVAR_OPTCC_PROBE_BYTES);
+    if (!t->probe_buf || t->probe_bytes != bytes) {
+        free(t->probe_buf);
+        t->probe_buf = calloc(2, bytes);
+        t->probe_bytes = t->probe_buf ? bytes : 0;
+    }
+    int rc = sampi_comm_open_netdev(c); /* collective, same answer everywhere */
+    if (rc)
+        return rc;
+    if (!t->probe_buf)
+        return -ENOMEM; /* after the open: the others still probe, and time out */
+    for (int rep = 0; rep < PROBE_REPS && !rc; rep++) {
+        double once[2];
+        rc = probe_once(c, t, bytes, once);
+        for (int i = 0; i < 2 && !rc; i++)
+            out[i] = out[i] < 0 || once[i] < out[i] ? once[i] : out[i];
+    }
+    if (rc) {
+        c->broken = 1; /* messages may be in flight */
+        out[0] = out[1] = -1;
+    }
+    return rc;
+}
+
+static int want_probe(const struct sampi_tracker *t)
+{
+    if (!sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT) || slowdown_given())
+        return 0;
+    long long period = sampi_cvar_int(SAMPI_CVAR_OPTCC_PROBE_PERIOD);
+    return t->tracked <= SAMPI_DETECT_CONFIRM || (t->det.candidate >= 0 && t->det.rank < 0) ||
+           t->tracked % (uint64_t)(period > 0 ? period : 1) == 0;
+}
+
+static void publish(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes)
+{
+    struct sampi_prediction p;
+    sampi_predictor_predict(&t->pred, &p);
+    atomic_store_explicit(&t->pv_predicted, p.rank, memory_order_relaxed);
+    atomic_store_explicit(&t->pv_lateness_ns, (uint64_t)p.lateness_ns, memory_order_relaxed);
+    double crit = t->stragglar_rounds > 0 && t->beta.ns_per_byte > 0
+                      ? sampi_stragglar_critical_delay_ns(c->size, t->stragglar_rounds,
+                                                          (double)bytes, t->beta.ns_per_byte)
+                      : -1;
+    atomic_store_explicit(&t->pv_critical_ns, crit >= 0 ? (uint64_t)crit : UINT64_MAX,
+                          memory_order_relaxed);
+    atomic_store_explicit(&t->pv_beta_ps, (uint64_t)(t->beta.ns_per_byte * 1000),
+                          memory_order_relaxed);
+    atomic_store_explicit(&t->pv_degraded, t->det.rank, memory_order_relaxed);
+    atomic_store_explicit(&t->pv_slowdown_milli,
+                          t->det.rank >= 0 ? (uint64_t)(t->det.slowdown * 1000) : 0,
+                          memory_order_relaxed);
+}
+
+int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, int rc)
+{
+    struct sampi_tracker *t = c->tracker;
+    double mine = t && rc == 0 ? (double)(sampi_now_ns() - t->entry_ns) : -1;
+    /* Without a tracker (out of memory) this rank still takes part, into a
+     * per-thread spare buffer, so that the others are not left waiting. */
+    static _Thread_local double spare[SPARE_RANKS];
+    double *all = t ? t->dur : c->size <= SPARE_RANKS ? spare : NULL;
+    if (!all)
+        return -ENOMEM;
+    if (PMPI_Allgather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, c->comm) != MPI_SUCCESS)
+        return -EIO;
+    if (!t)
+        return -ENOMEM;
+    t->tracked++;
+    struct sampi_arrival a;
+    if (sampi_arrival_from_durations(t->dur, c->size, MIN_GAP_NS, &a) == 0) {
+        if (t->predicted >= 0) {
+            sampi_stat_add(&c->stats.predictions, 1);
+            sampi_stat_add(&sampi_process_stats.predictions, 1);
+            if (a.last == t->predicted) {
+                sampi_stat_add(&c->stats.predictions_right, 1);
+                sampi_stat_add(&sampi_process_stats.predictions_right, 1);
+            }
+        }
+        sampi_predictor_note(&t->pred, &a);
+        if (a.last >= 0)
+            learn_rounds(t, c->size);
+        sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(t, algo, c->size, &a, bytes),
+                        (double)bytes);
+        if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
+            sampi_log(SAMPI_LOG_CALL,
+                      "tracked %s: last rank %d, %.0f us after the second-last; %.0f us after "
+                      "it arrived; beta %.3f ns/byte",
+                      sampi_algos[algo].name, a.last, a.gap_ns / 1e3, a.last_dur_ns / 1e3,
+                      t->beta.ns_per_byte);
+    }
+    if (want_probe(t)) {
+        int prc;
+        double times[2];
+        prc = probe(c, t, times);
+        if (prc)
+            sampi_log_warn("link probe on a communicator of size %d failed (%s): its data path "
+                           "is no longer used",
+                           c->size, prc == -ETIMEDOUT ? "timeout" : "data path error");
+        if (PMPI_Allgather(times, 2, MPI_DOUBLE, t->probe_times, 2, MPI_DOUBLE, c->comm) !=
+            MPI_SUCCESS)
+            return -EIO;
+        double *left = malloc((size_t)c->size * sizeof(double) * 2);
+        if (left) {
+            double *right = left + c->size;
+            for (int i = 0; i < c->size; i++) {
+                left[i] = t->probe_times[2 * i];
+                right[i] = t->probe_times[2 * i + 1];
+            }
+            double l = 0;
+            int r = sampi_detect_probe(left, right, c->size, &l);
+            if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
+                for (int i = 0; i < c->size; i++)
+                    sampi_log(SAMPI_LOG_CALL,
+                              "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us", i,
+                              (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
+                              right[i] / 1e3);
+            if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
+                sampi_log(SAMPI_LOG_SETUP,
+                          t->det.rank >= 0
+                              ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
+                              : "communicator of size %d: no degraded link (%d, %.3f)",
+                          c->size, t->det.rank, t->det.slowdown);
+            free(left);
+        }
+    }
+    publish(c, t, bytes);
+    return 0; /* a failed probe was reported; the call's own result stands */
+}
+
+int sampi_tracker_straggler(const struct sampi_comm *c)
+{
+    int m = mode();
+    long long fixed = sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_RANK);
+    if (m == SAMPI_STRAGGLAR_OFF)
+        return -1;
+    if (m == SAMPI_STRAGGLAR_FIXED || fixed >= 0)
+        return fixed >= 0 && fixed < c->size ? (int)fixed : -1;
+    if (!c->tracker)
+        return -1;
+    struct sampi_prediction p;
+    sampi_predictor_predict(&c->tracker->pred, &p);
+    return p.rank;
+}
+
+int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown)
+{
+    if (!c->tracker || c->tracker->det.rank < 0 || !sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT))
+        return -1;
+    *slowdown = c->tracker->det.slowdown;
+    return c->tracker->det.rank;
+}
+
+void sampi_tracker_hints(struct sampi_comm *c, size_t count, size_t extent,
+                         struct sampi_select_hints *h)
+{
+    struct sampi_tracker *t = c->tracker;
+    memset(h, 0, sizeof(*h));
+    h->straggler = sampi_tracker_straggler(c);
+    h->degraded = -1;
+    if (t) {
+        h->lateness_ns = h->straggler >= 0 ? sampi_predictor_lateness(&t->pred, h->straggler) : 0;
+        h->beta = t->beta.ns_per_byte;
+        h->stragglar_rounds = t->stragglar_rounds > 0 ? t->stragglar_rounds : 0;
+        if (h->straggler >= 0 && h->beta > 0 && h->stragglar_rounds > 0)
+            h->stragglar_gain = sampi_stragglar_expected_gain(
+                &t->pred, h->straggler, h->stragglar_rounds, (double)(count * extent), h->beta);
+    }
+    int z, k;
+    double l;
+    if (sampi_optcc_params(c, count, extent, &z, &l, &k) == 0) {
+        h->degraded = z;
+        h->slowdown = l;
+        h->optcc_k = k;
+    }
+}
+
+void sampi_tracker_free(struct sampi_tracker *t)
+{
+    if (!t)
+        return;
+    free(t->dur);
+    free(t->probe_times);
+    free(t->probe_buf);
+    free(t);
+}

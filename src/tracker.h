@@ -1,0 +1,64 @@
+/*
+ * tracker.h - what a communicator's recent calls say about its ranks: who is
+ * usually late (for stragglar) and whose link is degraded (for optcc).
+ *
+ * After every tracked call (a call of at least sampi_tracker_min_bytes on 3
+ * or more ranks) the ranks allgather how long each spent in it by its own
+ * clock (one double each), and now and then run a short link probe
+ * (detect.h).  The decisions for call k+1 are taken from what every rank
+ * holds after call k, so all ranks agree without synchronised clocks
+ * (DESIGN rule 1).  The exchange is done even when the call failed on this
+ * rank (it then reports no duration), so that no rank is left waiting in it.
+ */
+#ifndef SAMPI_TRACKER_H
+#define SAMPI_TRACKER_H
+
+#include "algos.h"
+#include "detect.h"
+#include "predict.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sampi_comm;
+
+struct sampi_tracker {
+    struct sampi_predictor pred;
+    struct sampi_beta beta;
+    struct sampi_detector det;
+    int stragglar_rounds; /* rounds of the matching schedule on n ranks, 0: not built */
+    uint64_t tracked;     /* calls tracked */
+    int64_t entry_ns;     /* this rank's entry into the current call */
+    int predicted;        /* the straggler predicted for the current call, -1 none */
+    double *dur;          /* n durations of the last call */
+    double *probe_times;  /* 2n receive times of the last probe */
+    char *probe_buf;      /* 2 * probe_bytes: one to send, one to receive into */
+    size_t probe_bytes;
+    /* published for the performance variables (read from any thread) */
+    _Atomic int pv_predicted; /* -1: none */
+    _Atomic int pv_degraded;  /* -1: none */
+    _Atomic uint64_t pv_lateness_ns, pv_critical_ns, pv_slowdown_milli, pv_beta_ps;
+};
+
+/* Whether this call is tracked (agreed inputs only), and if so note the
+ * entry time and the prediction in force.  Call after any injected delay. */
+int sampi_tracker_begin(struct sampi_comm *c, size_t bytes);
+
+/* After a tracked call ran `algo` with result rc (0 or negative errno):
+ * exchange the durations, update the predictions, maybe probe.  Collective.
+ * 0, or a negative errno when the exchange itself failed. */
+int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, int rc);
+
+/* The straggler predicted for the next call, or -1. */
+int sampi_tracker_straggler(const struct sampi_comm *c);
+/* The degraded rank detected, or -1; *slowdown its factor. */
+int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown);
+/* Inputs for `auto` (select.h), from the tracker of c (zeros when none). */
+struct sampi_select_hints;
+void sampi_tracker_hints(struct sampi_comm *c, size_t count, size_t extent,
+                         struct sampi_select_hints *h);
+
+void sampi_tracker_free(struct sampi_tracker *t);
+
+#endif

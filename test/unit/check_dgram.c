@@ -1,0 +1,154 @@
+/*
+ * check_dgram.c - the pure parts of the datagram transports: the DPDK EAL
+ * command line (netdev/dpdk_args.c) and the send() argument checks shared
+ * by every backend (netdev/dgram.c).  No MPI, no DPDK.
+ */
+#include "dgram_backend.h"
+#include "suites.h"
+
+#include <errno.h>
+#include <string.h>
+
+START_TEST(default_command_line)
+{
+    char out[512];
+    ck_assert_int_eq(
+        sampi_dpdk_eal_cmdline("", "net_af_packet0,iface=sd%r", 42, 3, 1, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "--no-huge -m 512 --no-pci --no-telemetry --file-prefix=sampi-42 "
+                          "--log-level=warning --vdev=net_af_packet0,iface=sd3 -l 1");
+    /* NULL means empty too, and no vdev and no CPU add nothing. */
+    ck_assert_int_eq(sampi_dpdk_eal_cmdline(NULL, NULL, 7, 0, -1, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "--no-huge -m 512 --no-pci --no-telemetry --file-prefix=sampi-7 "
+                          "--log-level=warning");
+}
+END_TEST
+
+START_TEST(user_arguments_and_escapes)
+{
+    char out[256];
+    ck_assert_int_eq(
+        sampi_dpdk_eal_cmdline("--file-prefix=r%r-p%p 100%% %x", "", 9, 12, 0, out, sizeof(out)),
+        0);
+    ck_assert_str_eq(out, "--file-prefix=r12-p9 100% %x -l 0");
+}
+END_TEST
+
+START_TEST(user_lcores_win)
+{
+    const char *const chosen[] = {"-l 0-1", "-l2", "-c 0x3", "-c3", "--lcores=1@0", "x --lcores 1"};
+    char out[256];
+    for (size_t i = 0; i < sizeof(chosen) / sizeof(chosen[0]); i++) {
+        ck_assert_int_eq(sampi_dpdk_eal_cmdline(chosen[i], "v", 1, 0, 5, out, sizeof(out)), 0);
+        ck_assert_msg(strstr(out, " -l 5") == NULL, "'%s' got an lcore added: '%s'", chosen[i],
+                      out);
+    }
+    /* --log-level starts with "-" and "l" but is no lcore option. */
+    ck_assert_int_eq(sampi_dpdk_eal_cmdline("--log-level=debug", "", 1, 0, 5, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "--log-level=debug -l 5");
+}
+END_TEST
+
+START_TEST(too_long_is_an_error)
+{
+    char out[40];
+    ck_assert_int_eq(sampi_dpdk_eal_cmdline("", "", 1, 0, -1, out, sizeof(out)), -ENAMETOOLONG);
+    ck_assert_str_eq(out, "");
+    ck_assert_int_eq(sampi_dpdk_eal_cmdline("-a", "0123456789012345678901234567890123", 1, 0, -1,
+                                            out, sizeof(out)),
+                     -ENAMETOOLONG);
+    /* Exactly full: 39 characters and the terminator. */
+    ck_assert_int_eq(sampi_dpdk_eal_cmdline("012345678901234567890123456789012345678", "", 1, 0, -1,
+                                            out, sizeof(out)),
+                     0);
+    ck_assert_int_eq(sampi_dpdk_eal_cmdline("0123456789012345678901234567890123456789", "", 1, 0,
+                                            -1, out, sizeof(out)),
+                     -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(split_in_place)
+{
+    char text[] = "  --no-huge\t-m 512   --vdev=a,b  ";
+    char *argv[8];
+    int argc = sampi_dpdk_split_args(text, argv, 8);
+    ck_assert_int_eq(argc, 5);
+    ck_assert_str_eq(argv[0], "sampi");
+    ck_assert_str_eq(argv[1], "--no-huge");
+    ck_assert_str_eq(argv[2], "-m");
+    ck_assert_str_eq(argv[3], "512");
+    ck_assert_str_eq(argv[4], "--vdev=a,b");
+    ck_assert_ptr_null(argv[5]);
+    char empty[] = "   ";
+    ck_assert_int_eq(sampi_dpdk_split_args(empty, argv, 8), 1);
+    ck_assert_ptr_null(argv[1]);
+    char many[] = "a b c d";
+    ck_assert_int_eq(sampi_dpdk_split_args(many, argv, 5), -E2BIG);
+    char fits[] = "a b c";
+    ck_assert_int_eq(sampi_dpdk_split_args(fits, argv, 5), 4);
+}
+END_TEST
+
+START_TEST(af_packet_interface)
+{
+    char name[32];
+    ck_assert_int_eq(
+        sampi_dpdk_vdev_iface("net_af_packet0,iface=sd%r,qdisc_bypass=0", 1, 7, name, sizeof(name)),
+        1);
+    ck_assert_str_eq(name, "sd7");
+    ck_assert_int_eq(
+        sampi_dpdk_vdev_iface("net_af_packet1,qpairs=2,iface=eth%r", 1, 0, name, sizeof(name)), 1);
+    ck_assert_str_eq(name, "eth0");
+    ck_assert_int_eq(sampi_dpdk_vdev_iface("net_tap0,iface=tap0", 1, 0, name, sizeof(name)), 0);
+    ck_assert_int_eq(sampi_dpdk_vdev_iface("net_af_packet0", 1, 0, name, sizeof(name)), 0);
+    ck_assert_int_eq(sampi_dpdk_vdev_iface("net_af_packet0,iface=", 1, 0, name, sizeof(name)), 0);
+    ck_assert_int_eq(sampi_dpdk_vdev_iface("", 1, 0, name, sizeof(name)), 0);
+    ck_assert_int_eq(sampi_dpdk_vdev_iface(NULL, 1, 0, name, sizeof(name)), 0);
+    ck_assert_int_eq(
+        sampi_dpdk_vdev_iface("net_af_packet0,iface=averyveryverylongname", 1, 0, name, 8), 0);
+}
+END_TEST
+
+START_TEST(send_checks)
+{
+    struct sampi_dgram dg = {.rank = 1, .size = 4, .mtu = 1472};
+    ck_assert_int_eq(sampi_dgram_check_send(&dg, 0, 0), 0);
+    ck_assert_int_eq(sampi_dgram_check_send(&dg, 3, 1472), 0);
+    ck_assert_int_eq(sampi_dgram_check_send(&dg, 3, 1473), -EMSGSIZE);
+    ck_assert_int_eq(sampi_dgram_check_send(&dg, 1, 10), -EINVAL);
+    ck_assert_int_eq(sampi_dgram_check_send(&dg, 4, 10), -EINVAL);
+    ck_assert_int_eq(sampi_dgram_check_send(&dg, -1, 10), -EINVAL);
+}
+END_TEST
+
+START_TEST(backend_table)
+{
+    ck_assert_ptr_nonnull(sampi_dgram_find("ofi-udp"));
+    ck_assert_ptr_null(sampi_dgram_find("nope"));
+    ck_assert_ptr_null(sampi_dgram_find(NULL));
+    int n = 0;
+    for (int i = 0; sampi_dgram_backends[i]; i++, n++) {
+        ck_assert_ptr_eq(sampi_dgram_find(sampi_dgram_backends[i]->name), sampi_dgram_backends[i]);
+        ck_assert_ptr_nonnull(sampi_dgram_backends[i]->open);
+        ck_assert_ptr_nonnull(sampi_dgram_backends[i]->send);
+        ck_assert_ptr_nonnull(sampi_dgram_backends[i]->recv);
+        ck_assert_ptr_nonnull(sampi_dgram_backends[i]->close);
+    }
+    ck_assert_int_ge(n, 1);
+}
+END_TEST
+
+Suite *sampi_dgram_suite(void)
+{
+    Suite *s = suite_create("dgram");
+    TCase *tc = tcase_create("pure");
+    tcase_add_test(tc, default_command_line);
+    tcase_add_test(tc, user_arguments_and_escapes);
+    tcase_add_test(tc, user_lcores_win);
+    tcase_add_test(tc, too_long_is_an_error);
+    tcase_add_test(tc, split_in_place);
+    tcase_add_test(tc, af_packet_interface);
+    tcase_add_test(tc, send_checks);
+    tcase_add_test(tc, backend_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
