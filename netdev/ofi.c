@@ -77,6 +77,7 @@
  *  busy-polling) against 1.2 us for the mpi netdev and 2.3 us for shm, and
  *  2.8-3.7 GB/s for 1-16 MiB against 6.3-9.8 GB/s.
  */
+#include "ofi_util.h"
 #include "netdev.h"
 #include "sampi_internal.h"
 
@@ -218,16 +219,6 @@ static void apply_env_defaults(const char *requested)
     pthread_mutex_unlock(&env_lock);
 }
 
-static int neg_errno(ssize_t fi_rc)
-{
-    /* libfabric's FI_E* values below 256 are the system's errno values; the
-     * rest (FI_ETRUNC, FI_EAVAIL, ...) have no errno and become EIO. */
-    int e = (int)(fi_rc < 0 ? -fi_rc : fi_rc);
-    if (e == FI_ETRUNC)
-        return -EMSGSIZE;
-    return e > 0 && e < 256 ? -e : -EIO;
-}
-
 static sampi_netdev_req_t *req_of(void *op_context)
 {
     return (sampi_netdev_req_t *)((char *)op_context - offsetof(sampi_netdev_req_t, impl));
@@ -259,8 +250,8 @@ static int take_error(struct ofi_netdev *nd)
     if (rc == -FI_EAGAIN)
         return 0;
     if (rc < 0)
-        return neg_errno(rc);
-    int status = err.err == FI_ECANCELED ? -ECANCELED : neg_errno(err.err);
+        return sampi_ofi_neg_errno(rc);
+    int status = err.err == FI_ECANCELED ? -ECANCELED : sampi_ofi_neg_errno(err.err);
     if (err.err != FI_ECANCELED && sampi_log_enabled(SAMPI_LOG_SETUP))
         sampi_log(SAMPI_LOG_SETUP, "ofi netdev: completion error: %s",
                   fi_strerror(err.err ? err.err : FI_EIO));
@@ -279,7 +270,7 @@ static int handle_read(struct ofi_netdev *nd, ssize_t rc, const struct fi_cq_ent
         return 0;
     if (rc == -FI_EAVAIL)
         return take_error(nd);
-    return neg_errno(rc);
+    return sampi_ofi_neg_errno(rc);
 }
 
 /* Read the CQ without blocking until it is empty (which also drives the
@@ -404,23 +395,17 @@ fail:
     return NULL;
 }
 
-static void close_fid(struct fid *fid)
-{
-    if (fid)
-        fi_close(fid);
-}
-
 static void ofi_close(struct sampi_netdev *base)
 {
     struct ofi_netdev *nd = (struct ofi_netdev *)base;
     if (!nd)
         return;
     /* The endpoint first: it stops using the CQ and AV bound to it. */
-    close_fid(nd->ep ? &nd->ep->fid : NULL);
-    close_fid(nd->av ? &nd->av->fid : NULL);
-    close_fid(nd->cq ? &nd->cq->fid : NULL);
-    close_fid(nd->domain ? &nd->domain->fid : NULL);
-    close_fid(nd->fabric ? &nd->fabric->fid : NULL);
+    sampi_ofi_close_fid(nd->ep ? &nd->ep->fid : NULL);
+    sampi_ofi_close_fid(nd->av ? &nd->av->fid : NULL);
+    sampi_ofi_close_fid(nd->cq ? &nd->cq->fid : NULL);
+    sampi_ofi_close_fid(nd->domain ? &nd->domain->fid : NULL);
+    sampi_ofi_close_fid(nd->fabric ? &nd->fabric->fid : NULL);
     if (nd->info)
         fi_freeinfo(nd->info);
     while (nd->deferred) {
@@ -663,7 +648,7 @@ static int flush_deferred(struct ofi_netdev *nd)
         if (rc == -FI_EAGAIN)
             break;
         if (rc) {
-            d->req->status = neg_errno(rc);
+            d->req->status = sampi_ofi_neg_errno(rc);
             d->req->done = 1;
             failed++;
         }
@@ -703,7 +688,7 @@ static int post(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int p
         if (frc == 0)
             return 0;
         if (frc != -FI_EAGAIN) {
-            rc = neg_errno(frc);
+            rc = sampi_ofi_neg_errno(frc);
             goto fail;
         }
         int got = poll_cq(nd);
@@ -747,14 +732,6 @@ static int count_done(sampi_netdev_req_t *const *reqs, int n)
 }
 
 /* Milliseconds until the deadline, rounded up, for fi_cq_sread. */
-static int ms_until(int64_t deadline_ns, int64_t now)
-{
-    int64_t left = deadline_ns - now;
-    if (left <= 0)
-        return 0;
-    int64_t ms = (left + 999999) / 1000000;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
-}
 
 static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, int n,
                     int64_t deadline_ns)
@@ -788,7 +765,7 @@ static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, 
             continue;
         }
         if (nd->blocking && !nd->busy_poll) {
-            int ms = ms_until(deadline_ns, now);
+            int ms = sampi_ofi_ms_until(deadline_ns, now);
             if (nd->deferred && ms > DEFERRED_SLEEP_MS)
                 ms = DEFERRED_SLEEP_MS;
             got = sleep_cq(nd, ms);

@@ -41,6 +41,7 @@
  *    sampi_busy_poll=1 it polls instead.  sread's timeout is in whole
  *    milliseconds, rounded up: recv() may return up to 1 ms after its deadline.
  */
+#include "ofi_util.h"
 #include "dgram_backend.h"
 #include "netdev.h"
 #include "sampi_internal.h"
@@ -141,20 +142,6 @@ static const char *const stage_names[ST__COUNT] = {
     [ST_AV_INSERT] = "fi_av_insert",
 };
 
-static int neg_errno(ssize_t fi_rc)
-{
-    int e = (int)(fi_rc < 0 ? -fi_rc : fi_rc);
-    if (e == FI_ETRUNC)
-        return -EMSGSIZE;
-    return e > 0 && e < 256 ? -e : -EIO;
-}
-
-static void close_fid(struct fid *fid)
-{
-    if (fid)
-        fi_close(fid);
-}
-
 static void udp_close(struct sampi_dgram *base)
 {
     struct udp_dgram *dg = (struct udp_dgram *)base;
@@ -162,12 +149,12 @@ static void udp_close(struct sampi_dgram *base)
         return;
     /* The endpoint first: it stops using the CQs and AV bound to it, and its
      * posted receives (our slots) die with it. */
-    close_fid(dg->ep ? &dg->ep->fid : NULL);
-    close_fid(dg->av ? &dg->av->fid : NULL);
-    close_fid(dg->rx_cq ? &dg->rx_cq->fid : NULL);
-    close_fid(dg->tx_cq ? &dg->tx_cq->fid : NULL);
-    close_fid(dg->domain ? &dg->domain->fid : NULL);
-    close_fid(dg->fabric ? &dg->fabric->fid : NULL);
+    sampi_ofi_close_fid(dg->ep ? &dg->ep->fid : NULL);
+    sampi_ofi_close_fid(dg->av ? &dg->av->fid : NULL);
+    sampi_ofi_close_fid(dg->rx_cq ? &dg->rx_cq->fid : NULL);
+    sampi_ofi_close_fid(dg->tx_cq ? &dg->tx_cq->fid : NULL);
+    sampi_ofi_close_fid(dg->domain ? &dg->domain->fid : NULL);
+    sampi_ofi_close_fid(dg->fabric ? &dg->fabric->fid : NULL);
     if (dg->info)
         fi_freeinfo(dg->info);
     free(dg->slab);
@@ -257,7 +244,7 @@ static int grow_rcvbuf(const struct sockaddr_in *name, long long want)
 static int post_slot(struct udp_dgram *dg, struct rx_slot *s)
 {
     ssize_t rc = fi_recv(dg->ep, s->buf, dg->wire_mtu, NULL, FI_ADDR_UNSPEC, s);
-    return rc ? neg_errno(rc) : 0;
+    return rc ? sampi_ofi_neg_errno(rc) : 0;
 }
 
 /* Open everything local.  ST_NONE, or the failing stage and *fi_err. */
@@ -463,7 +450,7 @@ static int udp_send(struct sampi_dgram *base, int peer, const void *buf, size_t 
     ssize_t rc = fi_inject(dg->ep, dg->txbuf, len + sizeof(w), dg->peers[peer]);
     if (rc == -FI_EAGAIN)
         return -EAGAIN;
-    return rc ? neg_errno(rc) : 0;
+    return rc ? sampi_ofi_neg_errno(rc) : 0;
 }
 
 static int rank_of(const struct udp_dgram *dg, fi_addr_t src)
@@ -502,7 +489,7 @@ static int take(struct udp_dgram *dg, ssize_t rc, const struct fi_cq_msg_entry *
         return 0; /* that datagram is lost; the caller keeps waiting */
     }
     if (rc < 0)
-        return neg_errno(rc);
+        return sampi_ofi_neg_errno(rc);
     struct rx_slot *s = e->op_context;
     struct wire w;
     int from = -1, usable = e->len >= sizeof(w);
@@ -522,15 +509,6 @@ static int take(struct udp_dgram *dg, ssize_t rc, const struct fi_cq_msg_entry *
     }
     int prc = post_slot(dg, s);
     return prc ? prc : usable;
-}
-
-static int ms_until(int64_t deadline_ns, int64_t now)
-{
-    int64_t left = deadline_ns - now;
-    if (left <= 0)
-        return 0;
-    int64_t ms = (left + 999999) / 1000000;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 static ssize_t udp_recv(struct sampi_dgram *base, void *buf, size_t cap, int *peer,
@@ -556,7 +534,8 @@ static ssize_t udp_recv(struct sampi_dgram *base, void *buf, size_t cap, int *pe
             continue;
         }
         src = FI_ADDR_NOTAVAIL;
-        ssize_t rc = fi_cq_sreadfrom(dg->rx_cq, &e, 1, &src, NULL, ms_until(deadline_ns, now));
+        ssize_t rc =
+            fi_cq_sreadfrom(dg->rx_cq, &e, 1, &src, NULL, sampi_ofi_ms_until(deadline_ns, now));
         got = take(dg, rc, &e, src, buf, cap, peer, &len);
         if (got)
             return got < 0 ? got : len;
