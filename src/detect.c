@@ -10,22 +10,11 @@
  */
 #include "detect.h"
 #include "optcc_schedule.h"
+#include "predict.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int m)
-{
-    qsort(v, (size_t)m, sizeof(v[0]), cmp_double);
-    return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
-}
 
 /* A directed link a -> b, in the probe of a ring: b's from_left when a = b-1,
  * b's from_right when a = b+1 (both when n = 2, which is refused). */
@@ -62,7 +51,7 @@ int sampi_detect_probe(const double *from_left, const double *from_right, int n,
                 others[m++] = links[j].t;
         }
         /* n = 3: every link touches two of the three ranks, one stays */
-        double score = m ? own / median(others, m) : 1;
+        double score = m ? own / sampi_median(others, m) : 1;
         if (best < 0 || score > best_score) {
             best = r;
             best_score = score;
@@ -104,7 +93,7 @@ int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
             d->recent[0] = slowdown;
             double v[3];
             memcpy(v, d->recent, sizeof(v));
-            double l = quantised(median(v, 3));
+            double l = quantised(sampi_median(v, 3));
             changed = l != d->slowdown;
             d->slowdown = l;
         }
@@ -124,7 +113,7 @@ int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
         double v[3];
         memcpy(v, d->recent, sizeof(v));
         d->rank = rank;
-        d->slowdown = quantised(median(v, 3));
+        d->slowdown = quantised(sampi_median(v, 3));
         d->calm = 0;
         return 1;
     }

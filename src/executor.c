@@ -23,10 +23,6 @@
 
 enum { MAX_SEGMENTS_PER_ROUND = 1 << SAMPI_TAG_SEG_BITS };
 
-/* A first receive that completes within this long after it was posted was
- * waiting for the transfer, not for a late peer. */
-#define LATE_THRESHOLD_NS 50000
-
 static size_t ceil_div(size_t a, size_t b)
 {
     return (a + b - 1) / b;
@@ -219,7 +215,7 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
      * peer it hears from first.  Only the rank next to a late rank sees the
      * lateness directly; the pvars say so. */
     if (!rc && st.first_wait_ns >= 0)
-        sampi_stats_note_arrival(c, st.first_wait_ns >= LATE_THRESHOLD_NS ? first_peer : -1,
+        sampi_stats_note_arrival(c, st.first_wait_ns >= SAMPI_LATE_THRESHOLD_NS ? first_peer : -1,
                                  st.first_wait_ns);
     if (rc) {
         c->broken = 1;

@@ -61,6 +61,12 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+double sampi_median(double *v, int m)
+{
+    qsort(v, (size_t)m, sizeof(v[0]), cmp_double);
+    return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
 void sampi_predictor_predict(const struct sampi_predictor *p, struct sampi_prediction *out)
 {
     int best = -1, best_votes = 0;
@@ -95,8 +101,7 @@ double sampi_predictor_lateness(const struct sampi_predictor *p, int rank)
             gaps[g++] = p->gap_ns[i];
     if (g == 0)
         return 0;
-    qsort(gaps, (size_t)g, sizeof(gaps[0]), cmp_double);
-    return g % 2 ? gaps[g / 2] : (gaps[g / 2 - 1] + gaps[g / 2]) / 2;
+    return sampi_median(gaps, g);
 }
 
 void sampi_beta_note(struct sampi_beta *b, double last_dur_ns, double factor, double bytes)

@@ -31,6 +31,9 @@ struct sampi_arrival {
 int sampi_arrival_from_durations(const double *dur, int n, double min_gap_ns,
                                  struct sampi_arrival *out);
 
+/* The median of v[0..m) (m >= 1), sorting v in place. */
+double sampi_median(double *v, int m);
+
 /* The recent arrivals of one communicator. */
 struct sampi_predictor {
     int n, window;

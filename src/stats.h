@@ -70,6 +70,11 @@ void sampi_stats_log_summary(void);
 
 struct sampi_comm;
 
+/* A rank less than this late is not "late": scheduling noise on a loaded host
+ * is of this order, and so is a first receive that waited for its transfer
+ * rather than for its peer (executor.c, tracker.c). */
+#define SAMPI_LATE_THRESHOLD_NS 50000
+
 /* The data path calls this once per MPI_Allreduce on c, on every rank, when
  * it has seen which rank arrived last: `peer` is that rank in c (-1 when the
  * arrivals could not be told apart) and `late_ns` how long after the earliest

@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A rank arriving less than this behind the second-last is not "late":
- * scheduling noise on a loaded host is of this order. */
-#define MIN_GAP_NS  50000.0
 #define SPARE_RANKS 4096
 
 static int mode(void)
@@ -42,12 +39,13 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     if (!t)
         return NULL;
     t->dur = calloc((size_t)c->size, sizeof(double));
-    t->probe_times = calloc(2 * (size_t)c->size, sizeof(double));
+    t->probe_times = calloc(4 * (size_t)c->size, sizeof(double));
     if (!t->dur || !t->probe_times) {
         sampi_tracker_free(t);
         return NULL;
     }
     sampi_predictor_init(&t->pred, c->size, (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_WINDOW));
+    sampi_predictor_predict(&t->pred, &t->now);
     sampi_detector_init(&t->det);
     t->predicted = -1;
     atomic_store(&t->pv_predicted, -1);
@@ -213,10 +211,8 @@ static int want_probe(const struct sampi_tracker *t)
 
 static void publish(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes)
 {
-    struct sampi_prediction p;
-    sampi_predictor_predict(&t->pred, &p);
-    atomic_store_explicit(&t->pv_predicted, p.rank, memory_order_relaxed);
-    atomic_store_explicit(&t->pv_lateness_ns, (uint64_t)p.lateness_ns, memory_order_relaxed);
+    atomic_store_explicit(&t->pv_predicted, t->now.rank, memory_order_relaxed);
+    atomic_store_explicit(&t->pv_lateness_ns, (uint64_t)t->now.lateness_ns, memory_order_relaxed);
     double crit = t->stragglar_rounds > 0 && t->beta.ns_per_byte > 0
                       ? sampi_stragglar_critical_delay_ns(c->size, t->stragglar_rounds,
                                                           (double)bytes, t->beta.ns_per_byte)
@@ -247,7 +243,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
         return -ENOMEM;
     t->tracked++;
     struct sampi_arrival a;
-    if (sampi_arrival_from_durations(t->dur, c->size, MIN_GAP_NS, &a) == 0) {
+    if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a) == 0) {
         if (t->predicted >= 0) {
             sampi_stat_add(&c->stats.predictions, 1);
             sampi_stat_add(&sampi_process_stats.predictions, 1);
@@ -257,6 +253,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
             }
         }
         sampi_predictor_note(&t->pred, &a);
+        sampi_predictor_predict(&t->pred, &t->now); /* read until the next call ends */
         if (a.last >= 0)
             learn_rounds(t, c->size);
         sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(t, algo, c->size, &a, bytes),
@@ -279,29 +276,27 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
         if (PMPI_Allgather(times, 2, MPI_DOUBLE, t->probe_times, 2, MPI_DOUBLE, c->comm) !=
             MPI_SUCCESS)
             return -EIO;
-        double *left = malloc((size_t)c->size * sizeof(double) * 2);
-        if (left) {
-            double *right = left + c->size;
-            for (int i = 0; i < c->size; i++) {
-                left[i] = t->probe_times[2 * i];
-                right[i] = t->probe_times[2 * i + 1];
-            }
-            double l = 0;
-            int r = sampi_detect_probe(left, right, c->size, &l);
-            if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
-                for (int i = 0; i < c->size; i++)
-                    sampi_log(SAMPI_LOG_CALL,
-                              "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us", i,
-                              (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
-                              right[i] / 1e3);
-            if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
-                sampi_log(SAMPI_LOG_SETUP,
-                          t->det.rank >= 0
-                              ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
-                              : "communicator of size %d: no degraded link (%d, %.3f)",
-                          c->size, t->det.rank, t->det.slowdown);
-            free(left);
+        /* the allgather interleaves (left, right) per rank; the detector
+         * takes them apart */
+        double *left = t->probe_times + 2 * c->size, *right = left + c->size;
+        for (int i = 0; i < c->size; i++) {
+            left[i] = t->probe_times[2 * i];
+            right[i] = t->probe_times[2 * i + 1];
         }
+        double l = 0;
+        int r = sampi_detect_probe(left, right, c->size, &l);
+        if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
+            for (int i = 0; i < c->size; i++)
+                sampi_log(SAMPI_LOG_CALL,
+                          "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us", i,
+                          (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
+                          right[i] / 1e3);
+        if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
+            sampi_log(SAMPI_LOG_SETUP,
+                      t->det.rank >= 0
+                          ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
+                          : "communicator of size %d: no degraded link (%d, %.3f)",
+                      c->size, t->det.rank, t->det.slowdown);
     }
     publish(c, t, bytes);
     return 0; /* a failed probe was reported; the call's own result stands */
@@ -315,11 +310,7 @@ int sampi_tracker_straggler(const struct sampi_comm *c)
         return -1;
     if (m == SAMPI_STRAGGLAR_FIXED || fixed >= 0)
         return fixed >= 0 && fixed < c->size ? (int)fixed : -1;
-    if (!c->tracker)
-        return -1;
-    struct sampi_prediction p;
-    sampi_predictor_predict(&c->tracker->pred, &p);
-    return p.rank;
+    return c->tracker ? c->tracker->now.rank : -1;
 }
 
 int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown)

@@ -27,13 +27,15 @@ struct sampi_tracker {
     struct sampi_predictor pred;
     struct sampi_beta beta;
     struct sampi_detector det;
-    int stragglar_rounds; /* rounds of the matching schedule on n ranks, 0: not built */
-    uint64_t tracked;     /* calls tracked */
-    int64_t entry_ns;     /* this rank's entry into the current call */
-    int predicted;        /* the straggler predicted for the current call, -1 none */
-    double *dur;          /* n durations of the last call */
-    double *probe_times;  /* 2n receive times of the last probe */
-    char *probe_buf;      /* 2 * probe_bytes: one to send, one to receive into */
+    struct sampi_prediction now; /* pred's answer, recomputed when pred changes */
+    int stragglar_rounds;        /* rounds of the matching schedule on n ranks, 0: not built */
+    uint64_t tracked;            /* calls tracked */
+    int64_t entry_ns;            /* this rank's entry into the current call */
+    int predicted;               /* the straggler predicted for the current call, -1 none */
+    double *dur;                 /* n durations of the last call */
+    double *probe_times;         /* 2n receive times of the last probe, interleaved (left, right)
+                                  * per rank, then the same split into n lefts and n rights */
+    char *probe_buf;             /* 2 * probe_bytes: one to send, one to receive into */
     size_t probe_bytes;
     /* published for the performance variables (read from any thread) */
     _Atomic int pv_predicted; /* -1: none */
