@@ -6,13 +6,19 @@
  *
  *   sampi_tail_bench --bytes B --iters N --late-pct X --late-factor F
  *                    --loss L [--pareto A] [--warmup W] [--algos a,b,...]
- *                    [--seed S] [--json]
+ *                    [--seed S] [--ref ALGO] [--json]
+ *
+ * An algorithm may name its data path: "ring@ofi" runs ring over the ofi
+ * netdev (the shaped one in benchmarks/testbed).  --ref names the fault-free
+ * reliable algorithm whose median is the delay unit (default "ring").
  *
  * The delay unit.  "F x late" is relative to T_ref, the median time of a
  * fault-free `ring` call of this size measured first in the same run: a late
  * datagram arrives (F-1) T_ref after it would have, so a call that must wait
  * for it takes about F times as long.  With --pareto A the extra delay is
- * (F-1) T_ref (U^(-1/A) - 1) instead (a heavy tail).
+ * (F-1) T_ref (U^(-1/A) - 1) instead (a heavy tail).  Every delay is capped at
+ * --delay-cap C times T_ref (default 100): the same cap for the injector and
+ * the emulation below, so that one draw from the tail cannot stall a run.
  *
  * How faults reach each algorithm.  optireduce's datagram path goes through
  * the fault injector (sampi_optireduce_fault: drops at the sender, delays at
@@ -20,8 +26,9 @@
  * injector cannot reach (this kernel has no netem); for them the same
  * distribution is applied as a reliable transport experiences it: every
  * call waits for its latest datagram, so each rank draws the delays of the
- * datagrams it would receive in the call (2 (p-1)/p B bytes at the datagram
- * payload size) and sleeps the largest inside the timed region.  Their
+ * datagrams it would receive in the call (2 (p-1)/p B bytes in datagrams of
+ * optireduce's size, learnt from one fault-free optireduce call) and sleeps
+ * the largest inside the timed region.  Their
  * losses are taken as free (an optimistic assumption for them: a real
  * retransmission costs at least a round trip).
  *
@@ -47,10 +54,12 @@
 struct opts {
     size_t bytes;
     int iters, warmup;
-    double late_pct, late_factor, loss, pareto;
+    double late_pct, late_factor, loss, pareto, cap_factor;
     unsigned long long seed;
+    long pkt_floats; /* floats per optireduce datagram: the packet size of the emulation */
     int json;
     const char *algos;
+    const char *ref;
 };
 
 static double now_us(void)
@@ -89,6 +98,7 @@ static double reliable_delay_us(const struct opts *o, double t_ref_us, long k, u
             break;
         double d =
             o->pareto > 0 ? unit_us * (pow(sampi_fault_unit(rng), -1.0 / o->pareto) - 1) : unit_us;
+        d = d > o->cap_factor * t_ref_us ? o->cap_factor * t_ref_us : d;
         worst = d > worst ? d : worst;
         i++;
     }
@@ -135,9 +145,18 @@ static int run_algo(const struct opts *o, const char *algo, int ht, double t_ref
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     PMPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    int opti = strcmp(algo, "optireduce") == 0;
-    if (sampi_comm_set_algorithm(comm, algo) != 0 && rank == 0)
-        fprintf(stderr, "sampi_tail_bench: cannot select '%s'\n", algo);
+    /* "ring@ofi": the algorithm over the named data path */
+    char name[64];
+    snprintf(name, sizeof(name), "%s", algo);
+    char *at = strchr(name, '@');
+    if (at) {
+        *at++ = 0;
+        if (sampi_comm_set_netdev(comm, at) != 0 && rank == 0)
+            fprintf(stderr, "sampi_tail_bench: cannot select netdev '%s'\n", at);
+    }
+    int opti = strcmp(name, "optireduce") == 0;
+    if (sampi_comm_set_algorithm(comm, name) != 0 && rank == 0)
+        fprintf(stderr, "sampi_tail_bench: cannot select '%s'\n", name);
     set_cvar(SAMPI_CVAR_OPTIREDUCE_HADAMARD, ht ? "1" : "0");
     char fault[256] = "";
     if (opti) {
@@ -149,14 +168,16 @@ static int run_algo(const struct opts *o, const char *algo, int ht, double t_ref
             len += snprintf(fault + len, sizeof(fault) - len, ",late=%g,delay=%.0fus",
                             o->late_pct / 100.0, delay_us);
         if (o->pareto > 0)
-            snprintf(fault + len, sizeof(fault) - len, ",pareto=%g", o->pareto);
+            len += snprintf(fault + len, sizeof(fault) - len, ",pareto=%g", o->pareto);
+        if (o->late_pct > 0 && delay_us > 0)
+            snprintf(fault + len, sizeof(fault) - len, ",max=%.0fus", o->cap_factor * t_ref_us);
     }
     set_cvar(SAMPI_CVAR_OPTIREDUCE_FAULT, fault); /* read when comm's path opens */
 
     float *out = malloc(n * sizeof(float));
     double *t = malloc((size_t)(iters + o->warmup) * sizeof(double));
     uint64_t rng = o->seed * 0x2545F4914F6CDD1Dull + (uint64_t)rank;
-    long per_call_pkts = (long)ceil(2.0 * (size - 1) / size * (double)o->bytes / 1024.0);
+    long per_call_pkts = (long)ceil(2.0 * (size - 1) / size * (double)n / (double)o->pkt_floats);
     double num = 0, den = 0;
     unsigned long long base[2] = {0, 0}; /* optireduce's counters after the warm-up */
     for (int it = 0; it < o->warmup + iters; it++) {
@@ -222,8 +243,10 @@ int main(int argc, char **argv)
     o.late_factor = atof(opt_val(argc, argv, "--late-factor", "10"));
     o.loss = atof(opt_val(argc, argv, "--loss", "0"));
     o.pareto = atof(opt_val(argc, argv, "--pareto", "0"));
+    o.cap_factor = atof(opt_val(argc, argv, "--delay-cap", "100"));
     o.seed = strtoull(opt_val(argc, argv, "--seed", "1"), NULL, 0);
     o.algos = opt_val(argc, argv, "--algos", "native,ring,optireduce,optireduce-noht");
+    o.ref = opt_val(argc, argv, "--ref", "ring");
     o.json = 0;
     for (int i = 1; i < argc; i++)
         o.json |= strcmp(argv[i], "--json") == 0;
@@ -243,18 +266,39 @@ int main(int argc, char **argv)
     }
     PMPI_Allreduce(MPI_IN_PLACE, exact, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 
+    /* The packet size of the reliable emulation: optireduce's own, learnt
+     * from one fault-free call (256 floats when it cannot run) */
+    o.pkt_floats = 256;
+    {
+        MPI_Comm pc;
+        struct sampi_comm *c = NULL;
+        PMPI_Comm_dup(MPI_COMM_WORLD, &pc);
+        set_cvar(SAMPI_CVAR_OPTIREDUCE_FAULT, "");
+        float *tmp = malloc(n * sizeof(float));
+        memcpy(tmp, in, n * sizeof(float));
+        if (sampi_comm_set_algorithm(pc, "optireduce") == 0)
+            MPI_Allreduce(MPI_IN_PLACE, tmp, (int)n, MPI_FLOAT, MPI_SUM, pc);
+        unsigned long long f = 0;
+        if (sampi_comm_get(pc, 0, &c) == 0)
+            f = sampi_optireduce_counter(c, SAMPI_OPTI_C_PKT_FLOATS);
+        PMPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, pc);
+        if (f > 0)
+            o.pkt_floats = (long)f;
+        free(tmp);
+        MPI_Comm_free(&pc);
+    }
     /* T_ref: the fault-free ring's median, the unit of "F x late" */
     struct opts clean = o;
     clean.late_pct = clean.loss = 0;
     clean.warmup = 3;
     struct result ref;
-    run_algo(&clean, "ring", 0, 0, in, exact, n, 15, &ref);
+    run_algo(&clean, o.ref, 0, 0, in, exact, n, 15, &ref);
     double t_ref = ref.p50;
     if (rank == 0 && !o.json) {
-        printf("# tail scenario: p=%d bytes=%zu iters=%d late=%g%% x%g%s loss=%g; T_ref (ring "
-               "P50, no faults) = %.0f us; late datagrams +%.0f us\n",
+        printf("# tail scenario: p=%d bytes=%zu iters=%d late=%g%% x%g%s loss=%g; T_ref (%s "
+               "P50, no faults) = %.0f us; late datagrams +%.0f us; %ld floats per datagram\n",
                size, o.bytes, o.iters, o.late_pct, o.late_factor, o.pareto > 0 ? " (pareto)" : "",
-               o.loss, t_ref, (o.late_factor - 1) * t_ref);
+               o.loss, o.ref, t_ref, (o.late_factor - 1) * t_ref, o.pkt_floats);
         printf("%-16s %10s %10s %8s %10s %8s %12s\n", "algo", "p50_us", "p99_us", "p99/p50",
                "mean_us", "drop_%", "rel_l2_err");
     }

@@ -31,7 +31,8 @@
  *   rank 0 sends x0[2,4) to 1 and x0[4,6) to 2, and so on; rank 1 ends with
  *   s[2,4) = x0+x1+x2 on [2,4).  Stage 2: rank 1 sends s[2,4) to 0 and 2.
  *   If rank 2's copy of s[2,4) is lost, rank 2 holds zeros there (none) or
- *   every rank does (union_zero), or rank 2 refetches it from rank 1.
+ *   every rank does (union_zero), or rank 2 asks rank 1 for exactly that
+ *   packet again over PMPI (refetch).
  */
 #include "optireduce.h"
 #include "algos.h"
@@ -41,6 +42,7 @@
 #include "hadamard.h"
 #include "opti_hdr.h"
 #include "optireduce_plan.h"
+#include "optireduce_repair.h"
 #include "optireduce_timeout.h"
 #include "sampi_internal.h"
 
@@ -342,12 +344,13 @@ static int setup(struct opti_state *st)
             st->dg = f;
     }
     size_t payload = (size_t)sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_PAYLOAD_BYTES);
-    if (payload + SAMPI_OPTI_HDR_BYTES > st->dg->mtu)
+    if (payload == 0 || payload + SAMPI_OPTI_HDR_BYTES > st->dg->mtu)
         payload = st->dg->mtu - SAMPI_OPTI_HDR_BYTES;
     payload &= ~(size_t)3;
     if (payload > 4 * 65535u)
         payload = 4 * 65535u;
     st->per_pkt = (uint32_t)(payload / 4);
+    cset(st, SAMPI_OPTI_C_PKT_FLOATS, st->per_pkt);
     /* the mtu is the backend's, the same on every rank, but a zero payload
      * must fail everywhere alike */
     st->tx = malloc(st->dg->mtu);
@@ -687,32 +690,25 @@ fail:
     return rc;
 }
 
-/* refetch: when any rank missed stage-2 packets, every rank takes every
- * owner's reduced shard again over PMPI (an allgatherv of the shards), so all
- * hold the owners' bits; a loss-free call costs one small allreduce. */
-static int refetch(struct opti_state *st, struct call *cl, uint64_t missing)
+/* refetch: every rank asks each owner, over PMPI (reliable), for exactly
+ * the stage-2 packets it missed, and the owners answer
+ * (optireduce_repair.c), so all hold the owners' bits; a loss-free call
+ * costs one small allreduce. */
+static int refetch(struct opti_state *st, struct call *cl)
 {
-    int n = st->size, rc = 0;
-    int *cnt = malloc((size_t)n * sizeof(int)), *dis = malloc((size_t)n * sizeof(int));
-    /* {any rank missed something, any rank is out of memory}: one agreed branch */
-    unsigned long long v[2] = {missing, !cnt || !dis};
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, st->comm) !=
-        MPI_SUCCESS)
-        rc = -EIO;
-    else if (v[1])
-        rc = -ENOMEM;
-    if (rc || !v[0])
-        goto fail;
-    for (int s = 0; s < n; s++) {
-        cnt[s] = (int)sampi_ht_shard_len(&cl->L, s);
-        dis[s] = (int)sampi_ht_shard_off(&cl->L, s);
+    int n = st->size;
+    size_t *off = malloc((size_t)n * sizeof(size_t)), *len = malloc((size_t)n * sizeof(size_t));
+    for (int s = 0; off && len && s < n; s++) {
+        off[s] = sampi_ht_shard_off(&cl->L, s);
+        len[s] = sampi_ht_shard_len(&cl->L, s);
     }
-    if (PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, st->w, cnt, dis, MPI_FLOAT, st->comm) !=
-        MPI_SUCCESS)
-        rc = -EIO;
-fail:
-    free(cnt);
-    free(dis);
+    uint64_t repaired = 0;
+    /* NULL arrays make every rank return -ENOMEM together */
+    int rc = sampi_opti_repair(st->comm, st->w, off, len, st->per_pkt, st->seen, st->seen_base,
+                               &repaired);
+    cadd(st, SAMPI_OPTI_C_REPAIRED, 4 * repaired);
+    free(off);
+    free(len);
     return rc;
 }
 
@@ -816,14 +812,18 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
     if (rc)
         return rc;
     uint64_t seed = sampi_ht_seed(HT_SEED, st->job_key, st->comm_id, cl.seq);
+    int64_t t_start = sampi_now_ns();
     sampi_ht_encode(&cl.L, x, st->w, seed, st->tmp);
+    int64_t t_sync[2] = {0, 0}, t_encoded = sampi_now_ns();
     sampi_dgram_fault_bypass(st->dg, cl.calibrating);
 
     int err = 0;
     for (int g = 0; g < 2; g++) {
         /* sync=barrier: every receiver is armed before anyone sends */
+        int64_t t_arm = sampi_now_ns();
         if (arm(st, &cl, g) || PMPI_Barrier(st->comm) != MPI_SUCCESS)
             return -EIO;
+        t_sync[g] = sampi_now_ns() - t_arm;
         int r = run_stage(st, &cl, g);
         err = err ? err : r;
         for (int s = 0; s < n; s++)
@@ -834,7 +834,7 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
     uint64_t missing = 0;
     rc = fill_missing(st, &cl, &missing);
     if (!rc && st->cons == CONS_REFETCH)
-        rc = refetch(st, &cl, missing);
+        rc = refetch(st, &cl);
     if (rc)
         return rc;
     account(st, &cl);
@@ -847,17 +847,28 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
         return -EIO;
     if (drop > limit) {
         cadd(st, SAMPI_OPTI_C_EXCESS, 1);
-        if (st->excess == EXCESS_WARN && !st->warned_excess++)
-            sampi_log_warn("optireduce: call %u dropped %.3f%% of its data (limit %.3f%%); "
-                           "further ones are only counted (sampi_comm_optireduce_excess)",
-                           cl.seq, drop / 1e4, limit / 1e4);
-        else if (st->excess == EXCESS_RELIABLE)
+        if (st->excess == EXCESS_WARN) {
+            if (!st->warned_excess++)
+                sampi_log_warn("optireduce: call %u dropped %.3f%% of its data (limit %.3f%%); "
+                               "further ones are only counted (sampi_comm_optireduce_excess)",
+                               cl.seq, drop / 1e4, limit / 1e4);
+        } else if (st->excess == EXCESS_RELIABLE)
             return sampi_allreduce_native(a); /* the input is untouched until decode */
         else
             return -EIO;
     }
     float scale = sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_AVERAGE) ? 1.0f / (float)n : 1.0f;
+    int64_t t_decode = sampi_now_ns();
     sampi_ht_decode(&cl.L, st->w, a->recvbuf, seed, scale, st->tmp);
+    if (sampi_log_enabled(SAMPI_LOG_CALL))
+        sampi_log(SAMPI_LOG_CALL,
+                  "optireduce: call %u: encode %.2f ms, sync %.2f + %.2f ms, stages %.2f + %.2f ms "
+                  "(%s, %s), decode %.2f ms, total %.2f ms, incast %d",
+                  cl.seq, (double)(t_encoded - t_start) / 1e6, (double)t_sync[0] / 1e6,
+                  (double)t_sync[1] / 1e6, cl.elapsed[0] / 1e6, cl.elapsed[1] / 1e6,
+                  sampi_opti_end_names[cl.end[0]], sampi_opti_end_names[cl.end[1]],
+                  (double)(sampi_now_ns() - t_decode) / 1e6,
+                  (double)(sampi_now_ns() - t_start) / 1e6, st->incast);
     return err;
 }
 

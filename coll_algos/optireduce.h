@@ -30,10 +30,12 @@ enum sampi_opti_counter {
     SAMPI_OPTI_C_STALE_PKTS, /* of those, from an earlier call or stage */
     SAMPI_OPTI_C_DUP_PKTS,   /* duplicates */
     SAMPI_OPTI_C_EXCESS,     /* calls above sampi_optireduce_max_drop_ppm */
+    SAMPI_OPTI_C_REPAIRED,   /* bytes refetched from their owners (consistency refetch) */
     SAMPI_OPTI_C_DROP_PPM,   /* live: last call's drop fraction on this rank, ppm */
     SAMPI_OPTI_C_TB_US,      /* live: last call's hard stage bound, us */
     SAMPI_OPTI_C_TA_US,      /* live: last call's agreed estimate, us */
     SAMPI_OPTI_C_INCAST,     /* live: incast for the next call */
+    SAMPI_OPTI_C_PKT_FLOATS, /* live: floats per datagram on this communicator */
     SAMPI_OPTI_C__COUNT
 };
 

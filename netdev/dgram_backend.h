@@ -41,4 +41,21 @@ int sampi_dpdk_split_args(char *text, char **argv, int max);
  * 1 and NAME (%p and %r expanded) in out; 0 otherwise. */
 int sampi_dpdk_vdev_iface(const char *vdev, long pid, int rank, char *out, size_t cap);
 
+/* The af_packet PMD's ring geometry (dpdk_args.c). */
+struct sampi_dpdk_afp {
+    unsigned framesz;  /* bytes per frame slot */
+    unsigned blocksz;  /* bytes per block, a multiple of framesz and of the page */
+    unsigned framecnt; /* frames in the RX ring (and in the TX ring) */
+    int max_mtu;       /* the largest IP packet a receive frame holds whole */
+};
+/* Copy `vdev` to out.  When it is an af_packet device, append whichever of
+ * framesz, blocksz and framecnt it does not set: frames of a power of two
+ * bytes that hold an MTU-sized packet, blocks of one frame or one page, and
+ * about ring_bytes of frames; fill *geo and return 1.  0 for another device
+ * (out = vdev); -EINVAL for values the PMD cannot use (blocksz not a multiple
+ * of framesz and of the page, framecnt not a multiple of the frames per
+ * block), -ENAMETOOLONG when out is too small. */
+int sampi_dpdk_af_packet_vdev(const char *vdev, int mtu, size_t ring_bytes, long page, char *out,
+                              size_t cap, struct sampi_dpdk_afp *geo);
+
 #endif

@@ -15,7 +15,18 @@
  *    across ranks, and named in one warning line.  The EAL cannot be
  *    initialised twice in a process, so a failure or a finalize is final.
  *  - One port (the first DPDK reports), one RX and one TX queue, one mbuf
- *    pool of sampi_dpdk_mbufs buffers.
+ *    pool of sampi_dpdk_mbufs buffers, each big enough for one frame.
+ *  - The link MTU: sampi_dpdk_mtu, or when that is 0 the MTU of the
+ *    af_packet interface (/sys/class/net/IFACE/mtu), else 1500.  For the
+ *    af_packet PMD, the vdev gains the ring geometry it does not set itself
+ *    (framesz, blocksz, framecnt; dpdk_args.c): frames that hold an
+ *    MTU-sized packet, and AFP_RING_BYTES of them.  The RX ring is where a
+ *    burst waits while this rank is not scheduled; when it is full the
+ *    kernel drops frames, and on two busy cores the PMD's default (512
+ *    frames of 2 KiB) overflowed with 3 ranks.  Those drops are counted by
+ *    the kernel (PACKET_STATISTICS), not by DPDK 22.11's af_packet stats, so
+ *    the socket is found among the process's descriptors and its counters
+ *    are logged at each close (sampi_verbose >= 2) with rte_eth_stats.
  *
  * Per instance (per communicator): a UDP port agreed by its ranks (every
  * rank proposes one above any it used, the maximum wins), the peers' MAC and
@@ -26,7 +37,10 @@
  * The sender's rank is found from its IPv4 source address.
  *
  * Frames: Ethernet II | IPv4 (20 bytes, DF, checksum in software) | UDP
- * (checksum 0) | the caller's bytes; mtu = 1500 - 20 - 8 = 1472.
+ * (checksum 0) | the caller's bytes; a datagram is the link MTU less 28
+ * bytes (1472 at 1500, 8972 at 9000), and the ranks of a communicator use
+ * the smallest of their values (agreed at open), so no rank sends a frame
+ * another cannot receive.
  *
  * Waiting polls rx_burst and backs off with sampi_backoff (yield, then
  * sleeps up to 1 ms) between empty polls, so ranks oversubscribed on two
@@ -56,20 +70,22 @@
 #include <dirent.h>
 #include <errno.h>
 #include <hwloc.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 extern const struct sampi_dgram_ops sampi_dgram_dpdk_ops; /* the row in dgram.c */
 void sampi_dgram_dpdk_finalize(void);                     /* called by dgram.c */
 
-#define DPDK_MTU                                                                                   \
-    (RTE_ETHER_MTU - (int)sizeof(struct rte_ipv4_hdr) - (int)sizeof(struct rte_udp_hdr))
+#define IP_UDP_BYTES ((int)sizeof(struct rte_ipv4_hdr) + (int)sizeof(struct rte_udp_hdr))
 #define HDRS_BYTES                                                                                 \
     (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
 #define MAX_INSTANCES 64
@@ -79,6 +95,12 @@ void sampi_dgram_dpdk_finalize(void);                     /* called by dgram.c *
 #define TX_DESC       1024
 #define INSTANCE_RING 4096 /* received mbufs an instance can hold unread */
 #define MAX_EAL_ARGS  64
+/* af_packet RX ring (and as much again for TX), unless sampi_dpdk_vdev sets
+ * framecnt: 3 and 4 ranks on 2 busy cores lost frames with 1 MiB (the
+ * PMD's default), none with 16 MiB (test/mpi/optireduce_dpdk.test). */
+#define AFP_RING_BYTES ((size_t)16 << 20)
+/* What a TPACKET_V2 frame holds before the packet (dpdk_args.c). */
+#define AFP_TX_OFFSET 32
 
 /* What every rank tells the others at open. */
 struct dpdk_addr {
@@ -110,6 +132,7 @@ enum dpdk_stage {
     ST_TXQ,
     ST_START,
     ST_IP,
+    ST_MTU,
     ST_TOO_MANY,
     ST_RING,
     ST__COUNT,
@@ -130,6 +153,8 @@ static const char *const stage_names[ST__COUNT] = {
     [ST_TXQ] = "rte_eth_tx_queue_setup",
     [ST_START] = "rte_eth_dev_start",
     [ST_IP] = "parsing sampi_dpdk_ip_base (an IPv4 address)",
+    [ST_MTU] = "sizing frames for the MTU (sampi_dpdk_mtu; framesz, blocksz, framecnt of "
+               "sampi_dpdk_vdev)",
     [ST_TOO_MANY] = "finding a free instance slot (too many communicators use dpdk at once)",
     [ST_RING] = "rte_ring_create",
 };
@@ -142,6 +167,12 @@ static struct {
     int fail_err;
     uint16_t port;
     struct rte_mempool *pool;
+    int mtu;       /* link MTU: IPv4 packets up to this size */
+    int af_packet; /* the port is the af_packet PMD on `iface` */
+    struct sampi_dpdk_afp afp;
+    char iface[IF_NAMESIZE];
+    int afp_fd; /* its socket, for PACKET_STATISTICS; -1 if not found */
+    unsigned long long afp_rx, afp_drops, ring_full; /* cumulative */
     struct rte_ether_addr mac;
     uint32_t ip; /* network order */
     uint16_t ip_id;
@@ -166,18 +197,98 @@ static int binding_cpu(void)
     return cpu;
 }
 
-/* Build the EAL's argv in `text` (split in place); returns argc or -errno. */
+/* The MTU of `iface` from sysfs, or 0. */
+static int iface_mtu(const char *iface)
+{
+    char path[64 + IF_NAMESIZE];
+    int mtu = 0;
+    snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", iface);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%d", &mtu) != 1)
+            mtu = 0;
+        fclose(f);
+    }
+    return mtu;
+}
+
+/* Build the EAL's argv in `text` (split in place) from the cvars and the
+ * vdev with its af_packet ring sized for g.mtu; returns argc or -errno. */
 static int build_args(char *text, size_t cap, char **argv, int world_rank)
 {
-    char args[SAMPI_CVAR_STRING_MAX], vdev[SAMPI_CVAR_STRING_MAX];
+    char args[SAMPI_CVAR_STRING_MAX], vdev[SAMPI_CVAR_STRING_MAX],
+        sized[SAMPI_CVAR_STRING_MAX + 96];
     sampi_cvar_text(SAMPI_CVAR_DPDK_EAL_ARGS, args, sizeof(args));
     sampi_cvar_text(SAMPI_CVAR_DPDK_VDEV, vdev, sizeof(vdev));
-    int rc =
-        sampi_dpdk_eal_cmdline(args, vdev, (long)getpid(), world_rank, binding_cpu(), text, cap);
+    int rc = sampi_dpdk_af_packet_vdev(vdev, g.mtu, AFP_RING_BYTES, sysconf(_SC_PAGESIZE), sized,
+                                       sizeof(sized), &g.afp);
+    if (rc < 0)
+        return rc;
+    g.af_packet = rc;
+    if (g.af_packet && g.mtu > g.afp.max_mtu)
+        g.mtu = g.afp.max_mtu; /* a framesz set in sampi_dpdk_vdev bounds it */
+    rc = sampi_dpdk_eal_cmdline(args, sized, (long)getpid(), world_rank, binding_cpu(), text, cap);
     if (rc)
         return rc;
     snprintf(g.eal_args, sizeof(g.eal_args), "%s", text);
     return sampi_dpdk_split_args(text, argv, MAX_EAL_ARGS);
+}
+
+/* The af_packet PMD's socket on `iface` among this process's descriptors,
+ * or -1: its PACKET_STATISTICS count the frames the kernel dropped because
+ * the RX ring was full, which DPDK 22.11's af_packet stats do not. */
+static int find_packet_socket(const char *iface)
+{
+    unsigned idx = if_nametoindex(iface);
+    DIR *d = idx ? opendir("/proc/self/fd") : NULL;
+    int found = -1;
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while (found < 0 && (de = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        int fd = atoi(de->d_name), domain = 0;
+        socklen_t len = sizeof(domain);
+        struct sockaddr_ll sll;
+        socklen_t slen = sizeof(sll);
+        if (fd == dirfd(d) || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
+            domain != AF_PACKET || getsockname(fd, (struct sockaddr *)&sll, &slen) != 0 ||
+            (unsigned)sll.sll_ifindex != idx)
+            continue;
+        found = fd;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Add the kernel's ring counters to the totals (reading resets them) and
+ * log the totals with DPDK's port counters.  Under g.lock. */
+static void log_ring_stats(const char *when)
+{
+    struct tpacket_stats ts;
+    socklen_t len = sizeof(ts);
+    if (g.afp_fd >= 0 && getsockopt(g.afp_fd, SOL_PACKET, PACKET_STATISTICS, &ts, &len) == 0) {
+        /* tp_packets counts the dropped frames too */
+        g.afp_rx += ts.tp_packets - ts.tp_drops;
+        g.afp_drops += ts.tp_drops;
+    }
+    struct rte_eth_stats es;
+    memset(&es, 0, sizeof(es));
+    rte_eth_stats_get(g.port, &es);
+    if (g.af_packet)
+        sampi_log(SAMPI_LOG_SETUP,
+                  "dpdk: %s: %s ring: %llu frames in, %llu dropped full%s; instance rings "
+                  "full: %llu; port: %" PRIu64 " in, %" PRIu64 " out, %" PRIu64 " out errors",
+                  when, g.iface, g.afp_rx, g.afp_drops, g.afp_fd < 0 ? " (socket not found)" : "",
+                  g.ring_full, es.ipackets, es.opackets, es.oerrors);
+    else
+        sampi_log(SAMPI_LOG_SETUP,
+                  "dpdk: %s: instance rings full: %llu; port: %" PRIu64 " in, %" PRIu64
+                  " out, %" PRIu64 " missed, %" PRIu64 " in errors, %" PRIu64
+                  " out errors, %" PRIu64 " no mbuf",
+                  when, g.ring_full, es.ipackets, es.opackets, es.imissed, es.ierrors, es.oerrors,
+                  es.rx_nombuf);
 }
 
 static enum dpdk_stage setup_port(int *err)
@@ -202,11 +313,27 @@ static enum dpdk_stage setup_port(int *err)
     unsigned n = (unsigned)sampi_cvar_int(SAMPI_CVAR_DPDK_MBUFS);
     char name[RTE_MEMPOOL_NAMESIZE];
     snprintf(name, sizeof(name), "sampi_dg_%u", (unsigned)port);
-    g.pool = rte_pktmbuf_pool_create(name, n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    /* One frame per mbuf: the af_packet PMD refuses a pool whose buffers
+     * are smaller than its frames (less their header). */
+    size_t room = (size_t)RTE_ETHER_HDR_LEN + (size_t)g.mtu;
+    if (g.af_packet && room < g.afp.framesz - AFP_TX_OFFSET)
+        room = g.afp.framesz - AFP_TX_OFFSET;
+    if (room < RTE_MBUF_DEFAULT_DATAROOM)
+        room = RTE_MBUF_DEFAULT_DATAROOM;
+    room += RTE_PKTMBUF_HEADROOM;
+    if (room > UINT16_MAX) {
+        *err = EINVAL;
+        goto out;
+    }
+    g.pool = rte_pktmbuf_pool_create(name, n, 256, 0, (uint16_t)room, socket);
     if (!g.pool)
         goto fail;
     struct rte_eth_conf conf;
     memset(&conf, 0, sizeof(conf));
+    /* A NIC is told the MTU; af_packet takes what the kernel interface
+     * passes and reports a fixed 1518-byte limit that would refuse it. */
+    if (!g.af_packet && g.mtu != RTE_ETHER_MTU)
+        conf.rxmode.mtu = (uint32_t)g.mtu;
     st = ST_CONFIGURE;
     if ((*err = -rte_eth_dev_configure(port, 1, 1, &conf)) != 0)
         goto out;
@@ -225,6 +352,8 @@ static enum dpdk_stage setup_port(int *err)
     rte_eth_promiscuous_disable(port);
     rte_eth_macaddr_get(port, &g.mac);
     *err = 0;
+    if (g.af_packet)
+        g.afp_fd = find_packet_socket(g.iface);
     return ST_NONE;
 fail:
     *err = rte_errno;
@@ -276,21 +405,33 @@ static enum dpdk_stage process_setup(int world_rank, int *err)
     char *argv[MAX_EAL_ARGS];
     enum dpdk_stage st = ST_ARGS;
     int final = 0; /* failures before rte_eal_init leave a later open free to retry */
+    char vdev[SAMPI_CVAR_STRING_MAX];
+    sampi_cvar_text(SAMPI_CVAR_DPDK_VDEV, vdev, sizeof(vdev));
+    int has_iface =
+        sampi_dpdk_vdev_iface(vdev, (long)getpid(), world_rank, g.iface, sizeof(g.iface));
+    g.mtu = (int)sampi_cvar_int(SAMPI_CVAR_DPDK_MTU);
+    if (g.mtu == 0 && has_iface)
+        g.mtu = iface_mtu(g.iface);
+    if (g.mtu == 0)
+        g.mtu = RTE_ETHER_MTU;
+    g.afp_fd = -1;
     int argc = build_args(text, sizeof(text), argv, world_rank);
     if (argc < 0) {
         *err = -argc;
         goto fail;
     }
+    st = ST_MTU;
+    if (g.mtu <= IP_UDP_BYTES + 64) {
+        *err = EINVAL;
+        goto fail;
+    }
     /* An af_packet interface that does not exist fails the probe; say so
      * before starting the EAL, whose failure is final for the process. */
-    char vdev[SAMPI_CVAR_STRING_MAX], iface[64];
-    sampi_cvar_text(SAMPI_CVAR_DPDK_VDEV, vdev, sizeof(vdev));
     st = ST_NO_IFACE;
-    if (sampi_dpdk_vdev_iface(vdev, (long)getpid(), world_rank, iface, sizeof(iface)) &&
-        if_nametoindex(iface) == 0) {
+    if (has_iface && if_nametoindex(g.iface) == 0) {
         *err = ENODEV;
         size_t n = strlen(g.eal_args);
-        snprintf(g.eal_args + n, sizeof(g.eal_args) - n, " (no interface %s here)", iface);
+        snprintf(g.eal_args + n, sizeof(g.eal_args) - n, " (no interface %s here)", g.iface);
         goto fail;
     }
     char ipb[SAMPI_CVAR_STRING_MAX];
@@ -324,9 +465,10 @@ static enum dpdk_stage process_setup(int world_rank, int *err)
     }
     g.eal = EAL_READY;
     sampi_log(SAMPI_LOG_SETUP,
-              "dpdk: EAL and port up in %.0f ms (%s), port %u, MAC " RTE_ETHER_ADDR_PRT_FMT,
+              "dpdk: EAL and port up in %.0f ms (%s), port %u, MAC " RTE_ETHER_ADDR_PRT_FMT
+              ", link MTU %d",
               (sampi_now_ns() - t0) / 1e6, g.eal_args, (unsigned)g.port,
-              RTE_ETHER_ADDR_BYTES(&g.mac));
+              RTE_ETHER_ADDR_BYTES(&g.mac), g.mtu);
     return ST_NONE;
 fail:
     if (final) {
@@ -343,9 +485,14 @@ static void dpdk_close(struct sampi_dgram *base)
     if (!dg)
         return;
     pthread_mutex_lock(&g.lock);
+    int registered = 0;
     for (int i = 0; i < MAX_INSTANCES; i++)
-        if (g.inst[i] == dg)
+        if (g.inst[i] == dg) {
             g.inst[i] = NULL;
+            registered = 1;
+        }
+    if (registered && g.eal == EAL_READY)
+        log_ring_stats("close");
     pthread_mutex_unlock(&g.lock);
     if (dg->rxq) {
         void *m;
@@ -361,6 +508,7 @@ void sampi_dgram_dpdk_finalize(void)
 {
     pthread_mutex_lock(&g.lock);
     if (g.eal == EAL_READY) {
+        log_ring_stats("finalize");
         rte_eth_dev_stop(g.port);
         rte_eth_dev_close(g.port);
         rte_mempool_free(g.pool);
@@ -399,7 +547,6 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
         dg->base.ops = &sampi_dgram_dpdk_ops;
         dg->base.rank = rank;
         dg->base.size = size;
-        dg->base.mtu = DPDK_MTU;
         dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
         dg->peers = calloc((size_t)size, sizeof(*dg->peers));
         addrs = dg->peers;
@@ -450,15 +597,21 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
     }
     if (g.next_serial <= dg->serial)
         g.next_serial = dg->serial + 1;
+    int my_mtu = g.mtu;
     pthread_mutex_unlock(&g.lock);
-    if (sampi_dgram_vote(comm, rank, st, err, 0, &v))
+    /* The datagram size: the smallest link MTU of the ranks (the largest
+     * negated proposal), so every frame fits every receiver's ring. */
+    if (sampi_dgram_vote(comm, rank, st, err, -(long long)my_mtu, &v))
         goto fail;
     if (!v.all_ok) {
         warn_failure(rank, &v);
         goto fail;
     }
-    sampi_log(SAMPI_LOG_SETUP, "dpdk: instance %u on UDP port %u, %d ranks, mtu %zu, %s waits",
-              dg->serial, (unsigned)ntohs(dg->udp_port), size, dg->base.mtu,
+    dg->base.mtu = (size_t)(-v.max - IP_UDP_BYTES);
+    sampi_log(SAMPI_LOG_SETUP,
+              "dpdk: instance %u on UDP port %u, %d ranks, datagrams of %zu bytes (link MTU %d "
+              "here, %lld agreed), %s waits",
+              dg->serial, (unsigned)ntohs(dg->udp_port), size, dg->base.mtu, my_mtu, -v.max,
               dg->busy_poll ? "busy-polling" : "back-off");
     *out = &dg->base;
     return 0;
@@ -545,10 +698,13 @@ static int poll_port(void)
         for (int k = 0; udp && k < MAX_INSTANCES && !to; k++)
             if (g.inst[k] && g.inst[k]->udp_port == udp->dst_port)
                 to = g.inst[k];
-        if (to && rte_ring_enqueue(to->rxq, pkts[i]) == 0)
+        if (to && rte_ring_enqueue(to->rxq, pkts[i]) == 0) {
             kept++;
-        else
-            rte_pktmbuf_free(pkts[i]);
+            continue;
+        }
+        if (to)
+            g.ring_full++;
+        rte_pktmbuf_free(pkts[i]);
     }
     return kept;
 }

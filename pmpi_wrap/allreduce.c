@@ -21,6 +21,7 @@
 #include "wrap.h"
 
 #include <errno.h>
+#include <string.h>
 
 static void log_call(const struct sampi_coll_args *a, enum sampi_algo_id algo)
 {
@@ -124,10 +125,11 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     log_call(&a, algo);
     rc = sampi_algos[algo].run(&a);
     if (rc > -SAMPI_EHANDLED && rc < 0)
-        sampi_log_warn("allreduce with %s on a communicator of size %d failed: %s",
+        sampi_log_warn("allreduce with %s on a communicator of size %d failed: %s%s%s",
                        sampi_algos[algo].name, c->size,
                        rc == -ETIMEDOUT ? "a peer did not answer within sampi_timeout_ms"
-                                        : "data path error");
+                                        : "data path error",
+                       rc == -ETIMEDOUT ? "" : ": ", rc == -ETIMEDOUT ? "" : strerror(-rc));
     if (tracked) {
         /* collective: every rank exchanges, whatever its own outcome */
         int trc = sampi_tracker_end(c, algo, bytes, rc);

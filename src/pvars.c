@@ -323,6 +323,16 @@ static void fetch_opti_incast(struct sampi_comm *c, void *out, int n)
     fetch_opti(c, SAMPI_OPTI_C_INCAST, out, n);
 }
 
+static void fetch_opti_repaired(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_REPAIRED, out, n);
+}
+
+static void fetch_opti_pkt_floats(struct sampi_comm *c, void *out, int n)
+{
+    fetch_opti(c, SAMPI_OPTI_C_PKT_FLOATS, out, n);
+}
+
 static void fetch_opti_peer_lost(struct sampi_comm *c, void *out, int n)
 {
     sampi_optireduce_peer_lost(c, out, n);

@@ -3,13 +3,16 @@
 # each MPI rank has its own veth, for the `dpdk` datagram transport over the
 # af_packet PMD.
 #
-#   dgram-netns.sh [-n RANKS] [-r RATE] [-R RANK:RATE] -- command [args...]
+#   dgram-netns.sh [-n RANKS] [-m MTU] [-r RATE] [-R RANK:RATE] -- command [args...]
 #
 # Inside a new namespace: lo up (mpirun's own traffic stays on loopback), a
 # bridge sdbr, and for rank i = 0..RANKS-1 a veth pair sd<i> (the rank's side,
 # which sampi_dpdk_vdev's default "net_af_packet0,iface=sd%r" opens) and
 # sdp<i> (enslaved to the bridge).  IPv6 is off in the namespace so the
-# kernel sends nothing of its own on the veths.  -r RATE caps every sd<i>'s
+# kernel sends nothing of its own on the veths.  -m MTU sets the MTU of
+# every veth and of the bridge (default: the kernel's, 1500; 9000 for jumbo
+# frames, which the `dpdk` transport then uses: sampi_dpdk_mtu reads the
+# interface's MTU).  -r RATE caps every sd<i>'s
 # egress with tc tbf (e.g. 1gbit: an emulated NIC speed); -R RANK:RATE caps
 # one rank (repeatable), after -r.  The af_packet PMD bypasses the qdisc
 # unless opened with qdisc_bypass=0, which sampi_dpdk_vdev's default does.  The command runs in the namespace
@@ -20,15 +23,17 @@
 # no `ip`.
 set -u
 ranks=2
+mtu=
 rate=
 rank_rates=
 usage() {
-    echo "usage: $0 [-n RANKS] [-r RATE] [-R RANK:RATE]... -- command [args...]" >&2
+    echo "usage: $0 [-n RANKS] [-m MTU] [-r RATE] [-R RANK:RATE]... -- command [args...]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
     case $1 in
     -n) [ $# -ge 2 ] || usage; ranks=$2; shift 2 ;;
+    -m) [ $# -ge 2 ] || usage; mtu=$2; shift 2 ;;
     -r) [ $# -ge 2 ] || usage; rate=$2; shift 2 ;;
     -R) [ $# -ge 2 ] || usage; rank_rates="$rank_rates $2"; shift 2 ;;
     --) shift; break ;;
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || usage
 case $ranks in '' | *[!0-9]*) usage ;; esac
+case $mtu in *[!0-9]*) usage ;; esac
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "dgram-netns.sh: needs root (network namespaces and veths); not run" >&2
@@ -71,6 +77,9 @@ nip link set lo up || fail "lo up failed"
 in_ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
     >/dev/null 2>&1 || true
 nip link add sdbr type bridge || fail "creating the bridge failed"
+if [ -n "$mtu" ]; then
+    nip link set sdbr mtu "$mtu" || fail "MTU $mtu on the bridge failed"
+fi
 nip link set sdbr up || fail "bridge up failed"
 # Interface indexes: DPDK 22.11's af_packet PMD names its PACKET_FANOUT group
 # (getpid() ^ ifindex) & 0xffff, and two ranks whose groups collide on
@@ -84,6 +93,11 @@ while [ "$i" -lt "$ranks" ]; do
     idx=$((4096 + (i << 11)))
     nip link add "sd$i" index "$idx" type veth peer name "sdp$i" index $((idx + 1)) ||
         fail "creating veth sd$i failed"
+    if [ -n "$mtu" ]; then
+        # both ends: a veth drops frames larger than its peer's MTU
+        nip link set "sd$i" mtu "$mtu" || fail "MTU $mtu on veth sd$i failed"
+        nip link set "sdp$i" mtu "$mtu" || fail "MTU $mtu on veth sdp$i failed"
+    fi
     nip link set "sdp$i" master sdbr || fail "enslaving sdp$i failed"
     nip link set "sdp$i" type bridge_slave learning off flood off ||
         fail "configuring bridge port sdp$i failed"

@@ -108,6 +108,75 @@ START_TEST(af_packet_interface)
 }
 END_TEST
 
+START_TEST(af_packet_ring_geometry)
+{
+    char out[256];
+    struct sampi_dpdk_afp g;
+    /* 1500: 2 KiB frames, two per 4 KiB page, 16 MiB of them */
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,iface=sd%r,qdisc_bypass=0", 1500,
+                                               16 << 20, 4096, out, sizeof(out), &g),
+                     1);
+    ck_assert_str_eq(out, "net_af_packet0,iface=sd%r,qdisc_bypass=0,framesz=2048,blocksz=4096,"
+                          "framecnt=8192");
+    ck_assert_int_eq(g.max_mtu, 2048 - 80);
+    /* 9000: 9000 + 80 needs 16 KiB frames, one per block */
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,iface=sd0", 9000, 16 << 20, 4096,
+                                               out, sizeof(out), &g),
+                     1);
+    ck_assert_str_eq(out, "net_af_packet0,iface=sd0,framesz=16384,blocksz=16384,framecnt=1024");
+    ck_assert_int_eq(g.framesz, 16384);
+    ck_assert_int_eq(g.framecnt, 1024);
+    /* 1969 + 80 no longer fits 2048 */
+    ck_assert_int_eq(
+        sampi_dpdk_af_packet_vdev("net_af_packet0", 1969, 1 << 20, 4096, out, sizeof(out), &g), 1);
+    ck_assert_int_eq(g.framesz, 4096);
+    /* what the vdev sets wins, and bounds the MTU; the rest is derived */
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framesz=2048,iface=x", 9000, 1 << 20,
+                                               4096, out, sizeof(out), &g),
+                     1);
+    ck_assert_str_eq(out, "net_af_packet0,framesz=2048,iface=x,blocksz=4096,framecnt=512");
+    ck_assert_int_eq(g.max_mtu, 1968);
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framecnt=100,blocksz=8192", 1500,
+                                               1 << 20, 4096, out, sizeof(out), &g),
+                     1);
+    ck_assert_str_eq(out, "net_af_packet0,framecnt=100,blocksz=8192,framesz=2048");
+    /* a ring smaller than a block still gets one block */
+    ck_assert_int_eq(
+        sampi_dpdk_af_packet_vdev("net_af_packet0", 9000, 100, 4096, out, sizeof(out), &g), 1);
+    ck_assert_int_eq(g.framecnt, 1);
+    /* what the PMD would accept but misaddress, or refuse: errors here */
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framesz=3008", 1500, 1 << 20, 4096,
+                                               out, sizeof(out), &g),
+                     1); /* 3008 = 64 * 47 tiles a 47-page block: allowed */
+    ck_assert_int_eq(g.blocksz % 3008, 0);
+    ck_assert_int_eq(g.blocksz % 4096, 0);
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framesz=3008,blocksz=4096", 1500,
+                                               1 << 20, 4096, out, sizeof(out), &g),
+                     -EINVAL);
+    ck_assert_str_eq(out, "");
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framesz=3000", 1500, 1 << 20, 4096,
+                                               out, sizeof(out), &g),
+                     -EINVAL); /* not a multiple of TPACKET_ALIGNMENT */
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framecnt=3", 1500, 1 << 20, 4096,
+                                               out, sizeof(out), &g),
+                     -EINVAL);
+    ck_assert_int_eq(sampi_dpdk_af_packet_vdev("net_af_packet0,framesz=big", 1500, 1 << 20, 4096,
+                                               out, sizeof(out), &g),
+                     -EINVAL);
+    ck_assert_int_eq(
+        sampi_dpdk_af_packet_vdev("net_af_packet0", 0, 1 << 20, 4096, out, sizeof(out), &g),
+        -EINVAL);
+    /* another device passes through untouched */
+    ck_assert_int_eq(
+        sampi_dpdk_af_packet_vdev("net_tap0,iface=t", 9000, 1 << 20, 4096, out, sizeof(out), &g),
+        0);
+    ck_assert_str_eq(out, "net_tap0,iface=t");
+    ck_assert_int_eq(
+        sampi_dpdk_af_packet_vdev("net_af_packet0,iface=sd0", 1500, 1 << 20, 4096, out, 30, &g),
+        -ENAMETOOLONG);
+}
+END_TEST
+
 START_TEST(send_checks)
 {
     struct sampi_dgram dg = {.rank = 1, .size = 4, .mtu = 1472};
@@ -147,6 +216,7 @@ Suite *sampi_dgram_suite(void)
     tcase_add_test(tc, too_long_is_an_error);
     tcase_add_test(tc, split_in_place);
     tcase_add_test(tc, af_packet_interface);
+    tcase_add_test(tc, af_packet_ring_geometry);
     tcase_add_test(tc, send_checks);
     tcase_add_test(tc, backend_table);
     suite_add_tcase(s, tc);

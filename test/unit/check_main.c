@@ -9,10 +9,19 @@
 int main(void)
 {
     Suite *(*const suites[])(void) = {
-        sampi_kernels_suite,   sampi_schedules_suite,  sampi_config_suite,
-        sampi_select_suite,    sampi_mpit_suite,       sampi_optcc_suite,
-        sampi_stragglar_suite, sampi_tracking_suite,   sampi_selective_proto_suite,
-        sampi_selective_suite, sampi_optireduce_suite, sampi_dgram_suite,
+        sampi_kernels_suite,
+        sampi_schedules_suite,
+        sampi_config_suite,
+        sampi_select_suite,
+        sampi_mpit_suite,
+        sampi_optcc_suite,
+        sampi_stragglar_suite,
+        sampi_tracking_suite,
+        sampi_selective_proto_suite,
+        sampi_selective_suite,
+        sampi_optireduce_suite,
+        sampi_dgram_suite,
+        sampi_optireduce_repair_suite,
     };
     SRunner *sr = srunner_create(suites[0]());
     for (size_t i = 1; i < sizeof(suites) / sizeof(suites[0]); i++)
