@@ -318,7 +318,10 @@ START_TEST(tar_plan)
     ck_assert_uint_eq(sampi_tar_npkts(0, 256), 0);
     ck_assert_uint_eq(sampi_tar_npkts(256, 256), 1);
     ck_assert_uint_eq(sampi_tar_npkts(257, 256), 2);
-    ck_assert_uint_eq(sampi_tar_tail_pkts(10, 1), 1);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(10, 1), 4);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(3, 1), 3);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(400, 1), 4);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(500, 1), 5);
     ck_assert_uint_eq(sampi_tar_tail_pkts(1000, 1), 10);
     ck_assert_uint_eq(sampi_tar_tail_pkts(1001, 1), 11);
     ck_assert_uint_eq(sampi_tar_pkt_flags(9, 10, 1), SAMPI_OPTI_F_LAST_PCTL | SAMPI_OPTI_F_FIN);
