@@ -8,8 +8,8 @@
  *           every run against its shard and sends those floats back; the
  *           rank writes them where they belong.  Afterwards every rank holds
  *           the owners' bits everywhere, so the ranks agree exactly, and
- *           only what was lost has moved (today's `refetch` re-gathers every
- *           shard whenever anything was lost anywhere).
+ *           only what was lost has moved.  optireduce's consistency mode
+ *           `refetch` runs it after every call.
  * Steps:    1. PMPI_Allreduce (MAX) of {rounds needed, error, most runs and
  *              most floats asked of one owner in one round}: every rank takes
  *              the same branch, and a loss-free call ends here.
@@ -24,8 +24,8 @@
  *           allreduce + alltoall + 2 alltoallv, about 2 log2(p) alpha +
  *           3 (p-1) alpha plus beta times 8 r_i bytes out and 4 m_i bytes in
  *           at rank i, and 4 sum_i m_i(s) bytes out at owner s (m_i(s): what
- *           rank i missed of shard s).  Refetch's allgatherv moves (p-1)/p of
- *           the whole vector to every rank instead.  Local work: two scans of
+ *           rank i missed of shard s).  An allgatherv of the shards would move
+ *           (p-1)/p of the whole vector to every rank instead.  Local work: two scans of
  *           the bitmap (one bit per packet, whole received bytes skipped).
  * Agreement: shard_off, shard_len and per_pkt are the same on every rank;
  *           the number of rounds and every error before the data exchange

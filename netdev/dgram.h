@@ -38,8 +38,9 @@ struct sampi_dgram_ops {
     void (*close)(struct sampi_dgram *dg);
     /* Queue one datagram of len <= dg->mtu bytes for peer (a rank of the
      * communicator, not itself).  0 once queued, -EAGAIN when the transmit
-     * queue is full (the caller backs off and retries), other negative errno
-     * on failure.  A queued datagram may still be lost. */
+     * queue is full (the caller backs off and retries the same datagram:
+     * the fault decorator counts it as one), other negative errno on
+     * failure.  A queued datagram may still be lost. */
     int (*send)(struct sampi_dgram *dg, int peer, const void *buf, size_t len);
     /* Receive one datagram into buf (cap >= dg->mtu).  Returns its length, or
      * -ETIMEDOUT once deadline_ns (CLOCK_MONOTONIC, see sampi_now_ns) has

@@ -386,14 +386,18 @@ struct mock {
     size_t len[MOCK_MAX];
     uint8_t data[MOCK_MAX][64];
     int head, tail, closed;
+    int busy, refused; /* -EAGAIN `busy` times before each datagram is taken */
 };
 
 static int mock_send(struct sampi_dgram *dg, int peer, const void *buf, size_t len)
 {
     struct mock *m = (struct mock *)dg;
     (void)peer;
-    if (m->tail == MOCK_MAX)
+    if (m->tail == MOCK_MAX || m->refused < m->busy) {
+        m->refused++;
         return -EAGAIN;
+    }
+    m->refused = 0;
     memcpy(m->data[m->tail], buf, len);
     m->len[m->tail++] = len;
     return 0;
@@ -456,6 +460,37 @@ START_TEST(fault_parse)
     ck_assert_int_eq(sampi_fault_delay_ns(&c, 1.0), 0);
     ck_assert_int_eq(sampi_fault_delay_ns(&c, 0.25), 1000000);
     ck_assert_int_eq(sampi_fault_delay_ns(&c, 1e-30), 1000000000);
+}
+END_TEST
+
+/* A sender held back by a full queue retries the same datagram: the drop
+ * is decided once per datagram, not once per attempt. */
+START_TEST(fault_drop_once_per_datagram)
+{
+    struct sampi_fault_cfg c;
+    char err[256];
+    ck_assert_int_eq(sampi_fault_parse("drop=0.1,seed=4", &c, err, sizeof(err)), 0);
+    mock_reset();
+    mock.busy = 5;
+    struct sampi_dgram *f;
+    ck_assert_int_eq(sampi_dgram_fault_wrap(&mock.base, &c, &f), 0);
+    uint8_t buf[64] = {7};
+    const int sends = 3000;
+    int attempts = 0;
+    for (int i = 0; i < sends; i++) {
+        int rc;
+        while ((rc = f->ops->send(f, 1, buf, 40)) == -EAGAIN)
+            attempts++;
+        ck_assert_int_eq(rc, 0);
+    }
+    struct sampi_fault_counts k;
+    ck_assert_int_eq(sampi_dgram_fault_counts(f, &k), 0);
+    ck_assert_uint_eq(k.dropped + (uint64_t)mock.tail, (uint64_t)sends);
+    ck_assert_int_gt(attempts, 4 * mock.tail); /* the queue did push back */
+    /* 10% of 3000 is 300 (sd 16); one draw per attempt would drop ~47% */
+    ck_assert_uint_ge(k.dropped, 220);
+    ck_assert_uint_le(k.dropped, 380);
+    f->ops->close(f);
 }
 END_TEST
 
@@ -547,6 +582,7 @@ Suite *sampi_optireduce_suite(void)
     tcase_add_test(tc, tar_plan);
     tcase_add_test(tc, timeout_policy);
     tcase_add_test(tc, fault_parse);
+    tcase_add_test(tc, fault_drop_once_per_datagram);
     tcase_add_test(tc, fault_drops_reproducible);
     tcase_add_test(tc, fault_delays);
     suite_add_tcase(s, tc);
