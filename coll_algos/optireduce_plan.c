@@ -48,12 +48,15 @@ uint32_t sampi_tar_tail_pkts(uint32_t npkts, double pct)
     uint32_t k = (uint32_t)t;
     if (k < t)
         k++;
-    /* a floor, not just one: with one marked packet, the 1% of flows whose
-     * marked packet is late wait for the hard bound (at 64 KiB datagrams a
-     * 4 MiB shard is 64 packets, so 1% is a single one) */
-    if (k < SAMPI_TAR_MIN_TAIL)
-        k = SAMPI_TAR_MIN_TAIL;
-    return k > npkts ? npkts : k;
+    /* A floor of up to SAMPI_TAR_MIN_TAIL, one per 16 packets: with one
+     * marked packet, the 1% of flows whose marked packet is late wait for
+     * the hard bound (at 64 KiB datagrams a 4 MiB shard is 64 packets, so 1%
+     * is a single one).  Short flows keep one: marking 4 of 10 packets let
+     * the early timeout cut flows still arriving from a descheduled sender. */
+    uint32_t floor = npkts / 16 < SAMPI_TAR_MIN_TAIL ? npkts / 16 : SAMPI_TAR_MIN_TAIL;
+    if (k < floor)
+        k = floor;
+    return k < 1 ? 1 : k > npkts ? npkts : k;
 }
 
 unsigned sampi_tar_pkt_flags(uint32_t idx, uint32_t npkts, uint32_t tail)

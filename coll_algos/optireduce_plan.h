@@ -27,7 +27,7 @@ uint32_t sampi_tar_npkts(uint32_t nelem, uint32_t per_pkt);
 #define SAMPI_TAR_MIN_TAIL 4
 
 /* Packets at the end of a flow marked LAST_PCTL: ceil(pct/100 * npkts), at
- * least SAMPI_TAR_MIN_TAIL, at most npkts (0 for an empty flow). */
+ * least min(SAMPI_TAR_MIN_TAIL, npkts / 16) and 1 (0 for an empty flow). */
 uint32_t sampi_tar_tail_pkts(uint32_t npkts, double pct);
 
 /* The header flags for packet `idx` of a flow of npkts packets, tail of them

@@ -318,8 +318,10 @@ START_TEST(tar_plan)
     ck_assert_uint_eq(sampi_tar_npkts(0, 256), 0);
     ck_assert_uint_eq(sampi_tar_npkts(256, 256), 1);
     ck_assert_uint_eq(sampi_tar_npkts(257, 256), 2);
-    ck_assert_uint_eq(sampi_tar_tail_pkts(10, 1), 4);
-    ck_assert_uint_eq(sampi_tar_tail_pkts(3, 1), 3);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(10, 1), 1);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(3, 1), 1);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(32, 1), 2);
+    ck_assert_uint_eq(sampi_tar_tail_pkts(64, 1), 4);
     ck_assert_uint_eq(sampi_tar_tail_pkts(400, 1), 4);
     ck_assert_uint_eq(sampi_tar_tail_pkts(500, 1), 5);
     ck_assert_uint_eq(sampi_tar_tail_pkts(1000, 1), 10);
