@@ -188,22 +188,25 @@ int sampi_ht_sign(uint64_t seed, size_t g)
 
 typedef uint32_t sampi_v4u __attribute__((vector_size(16)));
 
-/* The sign-bit masks of four consecutive elements from four sign bits. */
-static sampi_v4u nibble_mask(unsigned nib)
-{
-    sampi_v4u m = {(nib & 1u) << 31, ((nib >> 1) & 1u) << 31, ((nib >> 2) & 1u) << 31,
-                   ((nib >> 3) & 1u) << 31};
-    return m;
-}
+/* The sign-bit masks of four consecutive elements, indexed by their four
+ * sign bits (bit l of the index for element l). */
+#define SIGN(nib, l) ((((nib) >> (l)) & 1u) << 31)
+#define MASK(nib)                                                                                  \
+    {                                                                                              \
+        SIGN(nib, 0), SIGN(nib, 1), SIGN(nib, 2), SIGN(nib, 3)                                     \
+    }
+static const sampi_v4u nibble_masks[16] = {
+    MASK(0), MASK(1), MASK(2),  MASK(3),  MASK(4),  MASK(5),  MASK(6),  MASK(7),
+    MASK(8), MASK(9), MASK(10), MASK(11), MASK(12), MASK(13), MASK(14), MASK(15),
+};
+#undef MASK
+#undef SIGN
 
 /* v[i] *= sign(g0 + i) by flipping sign bits, 64 signs per draw.  Runs of 64
  * that start on a multiple of 64 (every block does: blocks start at multiples
  * of the block size) flip four floats at a time from a nibble's mask. */
 static void apply_signs(float *v, size_t len, uint64_t seed, size_t g0)
 {
-    sampi_v4u masks[16];
-    for (unsigned k = 0; k < 16; k++)
-        masks[k] = nibble_mask(k);
     uint32_t bits;
     for (size_t i = 0; i < len;) {
         size_t g = g0 + i;
@@ -212,7 +215,7 @@ static void apply_signs(float *v, size_t len, uint64_t seed, size_t g0)
             for (unsigned k = 0; k < 16; k++, i += 4) {
                 sampi_v4u x;
                 memcpy(&x, &v[i], sizeof(x));
-                x ^= masks[(word >> (4 * k)) & 15];
+                x ^= nibble_masks[(word >> (4 * k)) & 15];
                 memcpy(&v[i], &x, sizeof(x));
             }
             continue;

@@ -636,14 +636,12 @@ sent:;
 /* Zero what stage 2 did not deliver.  With union_zero the ranks first OR
  * their maps of missing packets, laid out alike on every rank (every shard,
  * the own one included, which is never missing locally), and all zero the
- * union, the owners included, so that every rank holds the same bits.
- * *missing is the number of packets this rank did not get. */
-static int fill_missing(struct opti_state *st, struct call *cl, uint64_t *missing)
+ * union, the owners included, so that every rank holds the same bits. */
+static int fill_missing(struct opti_state *st, struct call *cl)
 {
     int n = st->size, me = st->rank, rc = 0;
     size_t total = 0, *base = malloc(((size_t)n + 1) * sizeof(size_t));
     uint8_t *miss = NULL;
-    *missing = 0;
     if (!base)
         return -ENOMEM;
     for (int s = 0; s < n; s++) {
@@ -667,7 +665,6 @@ static int fill_missing(struct opti_state *st, struct call *cl, uint64_t *missin
             if (!(st->seen[b / 8] & (1u << (b % 8)))) {
                 size_t gb = base[s] + (b - st->seen_base[s]);
                 miss[gb / 8] |= (uint8_t)(1u << (gb % 8));
-                ++*missing;
             }
     if (st->cons == CONS_UNION_ZERO && PMPI_Allreduce(MPI_IN_PLACE, miss, (int)(total / 8 + 1),
                                                       MPI_BYTE, MPI_BOR, st->comm) != MPI_SUCCESS) {
@@ -831,8 +828,7 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
                 atomic_fetch_add_explicit(&st->peer_lost[s], 4 * (st->flow[s] - st->rcv_from[s]),
                                           memory_order_relaxed);
     }
-    uint64_t missing = 0;
-    rc = fill_missing(st, &cl, &missing);
+    rc = fill_missing(st, &cl);
     if (!rc && st->cons == CONS_REFETCH)
         rc = refetch(st, &cl);
     if (rc)

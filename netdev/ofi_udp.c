@@ -410,6 +410,29 @@ fail:
     return st;
 }
 
+/* One read of the receive CQ: what fi_cq_readfrom returned when it found a
+ * completion (or an error to read), else, before the deadline, after waiting
+ * as the endpoint waits (sleeping in fi_cq_sreadfrom, or backing off, or
+ * not at all when busy-polling); -FI_ETIMEDOUT once the deadline passed. */
+static ssize_t next_completion(struct udp_dgram *dg, struct fi_cq_msg_entry *e, fi_addr_t *src,
+                               int64_t deadline_ns, unsigned *spins)
+{
+    ssize_t rc = fi_cq_readfrom(dg->rx_cq, e, 1, src);
+    if (rc != -FI_EAGAIN)
+        return rc;
+    int64_t now = sampi_now_ns();
+    if (now >= deadline_ns)
+        return -FI_ETIMEDOUT;
+    if (dg->busy_poll)
+        return rc;
+    if (!dg->blocking) {
+        sampi_backoff(spins);
+        return rc;
+    }
+    *src = FI_ADDR_NOTAVAIL;
+    return fi_cq_sreadfrom(dg->rx_cq, e, 1, src, NULL, sampi_ofi_ms_until(deadline_ns, now));
+}
+
 /* A datagram of wire_mtu bytes sent to this endpoint comes back whole: the
  * provider advertises less than the socket carries, so a larger size is
  * tried once before it is used.  Run inside open, before the ranks' last
@@ -431,17 +454,12 @@ static int self_check(struct udp_dgram *dg)
         return 0;
     int64_t deadline = sampi_now_ns() + (int64_t)UDP_CHECK_MS * 1000000;
     spins = 0;
-    for (int64_t now = sampi_now_ns(); now < deadline; now = sampi_now_ns()) {
+    while (sampi_now_ns() < deadline) {
         struct fi_cq_msg_entry e;
         fi_addr_t src = FI_ADDR_NOTAVAIL;
-        rc = dg->blocking
-                 ? fi_cq_sreadfrom(dg->rx_cq, &e, 1, &src, NULL, sampi_ofi_ms_until(deadline, now))
-                 : fi_cq_readfrom(dg->rx_cq, &e, 1, &src);
-        if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT) {
-            if (!dg->blocking)
-                sampi_backoff(&spins);
+        rc = next_completion(dg, &e, &src, deadline, &spins);
+        if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT)
             continue;
-        }
         if (rc != 1)
             return 0;
         struct rx_slot *slot = e.op_context;
@@ -633,24 +651,12 @@ static ssize_t udp_recv(struct sampi_dgram *base, void *buf, size_t cap, int *pe
     for (;;) {
         struct fi_cq_msg_entry e;
         fi_addr_t src = FI_ADDR_NOTAVAIL;
-        int got = take(dg, fi_cq_readfrom(dg->rx_cq, &e, 1, &src), &e, src, buf, cap, peer, &len);
+        ssize_t rc = next_completion(dg, &e, &src, deadline_ns, &spins);
+        int got = take(dg, rc, &e, src, buf, cap, peer, &len);
         if (got)
             return got < 0 ? got : len;
-        int64_t now = sampi_now_ns();
-        if (now >= deadline_ns)
+        if (sampi_now_ns() >= deadline_ns)
             return -ETIMEDOUT;
-        if (dg->busy_poll)
-            continue;
-        if (!dg->blocking) {
-            sampi_backoff(&spins);
-            continue;
-        }
-        src = FI_ADDR_NOTAVAIL;
-        ssize_t rc =
-            fi_cq_sreadfrom(dg->rx_cq, &e, 1, &src, NULL, sampi_ofi_ms_until(deadline_ns, now));
-        got = take(dg, rc, &e, src, buf, cap, peer, &len);
-        if (got)
-            return got < 0 ? got : len;
     }
 }
 
