@@ -793,7 +793,6 @@ int main(int argc, char **argv)
                x.netdev ? x.netdev : "default", cases, failed);
     PMPI_Comm_free(&comms[1].comm);
     PMPI_Comm_free(&comms[2].comm);
-    PMPI_Bcast(&failed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     MPI_Finalize();
     return mt_exit_code(failed);
 }

@@ -416,7 +416,6 @@ int main(int argc, char **argv)
     mt_totals(&st, &cases, &failed);
     if (st.rank == 0)
         printf("bad_args: %ld cases, %ld failed\n", cases, failed);
-    PMPI_Bcast(&failed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     PMPI_Errhandler_free(&counting_handler);
     MPI_Finalize();
     return mt_exit_code(failed);

@@ -520,11 +520,10 @@ int main(int argc, char **argv)
     sampi_dgram_finalize(); /* what MPI_Finalize does in the library: rte_eal_cleanup */
     long cases = 0, failed = 0;
     mt_totals(&st, &cases, &failed);
-    PMPI_Bcast(&failed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     if (st.rank == 0) {
         printf("dgram_pingpong: %ld checks, %ld failed\n", cases, failed);
         fflush(stdout);
     }
     MPI_Finalize();
-    return failed ? 1 : 0;
+    return mt_exit_code(failed);
 }

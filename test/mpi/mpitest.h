@@ -112,13 +112,25 @@ static inline int mt_close_case(struct mt_state *st, MPI_Comm comm, uint64_t has
     return ok;
 }
 
-/* Totals over MPI_COMM_WORLD for the summary line; rank 0 gets them. */
+/* Totals over MPI_COMM_WORLD for the summary line, on every rank: each
+ * rank's exit code comes from them (an allreduce, not a reduce to rank 0,
+ * whose result would be valid on the root only).  A failure a rank recorded
+ * but never closed (st->local_bad) counts too. */
 static inline void mt_totals(const struct mt_state *st, long *cases, long *failed)
 {
-    long in[2] = {st->cases, st->failed}, out[2];
-    PMPI_Reduce(in, out, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    long in[2] = {st->cases, st->failed + (st->local_bad != 0)}, out[2];
+    PMPI_Allreduce(in, out, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     *cases = out[0];
     *failed = out[1];
+}
+
+/* The exit status every rank agrees on: 0 when `local_failed` is 0 on every
+ * rank of MPI_COMM_WORLD.  For programs that count failures per rank. */
+static inline int mt_agreed_exit(long local_failed)
+{
+    long any = local_failed != 0, all = 0;
+    PMPI_Allreduce(&any, &all, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return all ? 1 : 0;
 }
 
 /* Print one PASS/FAIL line (rank 0 only) for a named check agreed on by all

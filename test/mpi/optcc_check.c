@@ -126,7 +126,6 @@ int main(int argc, char **argv)
     }
     long cases, failed;
     mt_totals(&st, &cases, &failed);
-    PMPI_Bcast(&failed, 1, MPI_LONG, 0, MPI_COMM_WORLD); /* only rank 0 got the totals */
     if (st.rank == 0)
         printf("optcc_check: np=%d, %ld cases, %ld failed\n", size, cases, failed);
     MPI_T_cvar_handle_free(&h);

@@ -175,7 +175,6 @@ int main(int argc, char **argv)
     bad_layout(&mt, n, me);
     long cases, failed;
     mt_totals(&mt, &cases, &failed);
-    PMPI_Bcast(&failed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     if (me == 0) {
         printf("optireduce_repair_check: np=%d: %ld cases, %ld failed\n", n, cases, failed);
         fflush(stdout);

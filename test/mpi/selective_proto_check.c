@@ -220,9 +220,10 @@ int main(int argc, char **argv)
     }
     MPI_Comm_free(&ctl);
     int tot[2] = {checks, failed}, sum[2];
-    MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    /* every rank exits with the verdict of all of them */
+    PMPI_Allreduce(tot, sum, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("selective_proto_check: %d checks, %d failed\n", sum[0], sum[1]);
     MPI_Finalize();
-    return failed ? 1 : 0;
+    return sum[1] ? 1 : 0;
 }

@@ -159,7 +159,6 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("threads: np=%d netdev=%s: %ld cases, %ld failed\n", size,
                netdev ? netdev : "default", cases, failed);
-    PMPI_Bcast(&failed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     MPI_Finalize();
     return mt_exit_code(failed);
 }
