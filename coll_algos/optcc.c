@@ -212,10 +212,7 @@ int sampi_allreduce_optcc(const struct sampi_coll_args *a)
         goto fail;
     return sampi_execute_rounds(a, oc->rounds, oc->nrounds);
 fail:
-    /* The others may be waiting for this rank's data: stop using the data
-     * path on this communicator, as the executor does after an error. */
-    c->broken = 1;
-    sampi_stat_add(&c->stats.errors, 1);
-    sampi_stat_add(&sampi_process_stats.errors, 1);
+    /* The others may be waiting for this rank's data: the dispatcher
+     * revokes the communicator, which tells them. */
     return rc;
 }

@@ -182,11 +182,8 @@ int sampi_allreduce_stragglar(const struct sampi_coll_args *a)
     free(rounds);
     return rc; /* the executor has already recorded its own errors */
 fail:
-    /* The others may be waiting for this rank's data: stop using the data
-     * path on this communicator, as the executor does after an error. */
-    c->broken = 1;
-    sampi_stat_add(&c->stats.errors, 1);
-    sampi_stat_add(&sampi_process_stats.errors, 1);
+    /* The others may be waiting for this rank's data: the dispatcher
+     * revokes the communicator, which tells them. */
     free(rounds);
     return rc;
 }

@@ -5,8 +5,8 @@
  * talk to a transport directly: the schedule executor (src/executor.c) posts
  * tagged nonblocking sends and receives here and waits on them with a deadline.
  *
- * Backends (one file each): mpi.c (PMPI point-to-point on a private duplicate
- * of the user's communicator, always available) and ofi.c (libfabric RDM
+ * Backends (one file each): mpi.c (PMPI point-to-point on SAMPI's private
+ * duplicate of the user's communicator, always available) and ofi.c (libfabric RDM
  * tagged messaging).  The table of backends lives in netdev.c; adding one is a
  * new file plus one row there.
  *
@@ -19,6 +19,8 @@
  *    overlap in more than the low bits of the call sequence number.
  *  - wait() blocks or backs off; it never busy-spins a shared core dry unless
  *    the user asked for busy polling.
+ *  - A receive is posted with its buffer's real size; a message of another
+ *    size completes it with -EBADMSG (never a write past the buffer).
  *  - Errors are negative errno values; -ETIMEDOUT when the deadline passes.
  */
 #ifndef SAMPI_NETDEV_H
@@ -29,6 +31,7 @@
 #include <stdint.h>
 
 struct sampi_netdev;
+struct sampi_waiter;
 
 /* One outstanding send or receive.  The storage belongs to the caller; the
  * backend keeps its own per-request state in `impl` (an MPI_Request, or a
@@ -40,13 +43,19 @@ typedef struct sampi_netdev_req {
     } impl;
     int done;
     int status; /* 0 or negative errno once done */
+    size_t len; /* posted length */
+    int is_recv;
 } sampi_netdev_req_t;
 
 struct sampi_netdev_ops {
     const char *name;
     const char *description;
-    /* Collective over comm.  *out is NULL on failure (same on all ranks). */
-    int (*open)(MPI_Comm comm, struct sampi_netdev **out);
+    /* Collective over comm (SAMPI's private communicator, which the netdev
+     * may use but does not own), every wait through w (src/wait.h; NULL:
+     * blocking).  0; -ENODEV when it cannot open here (the caller agrees on
+     * the outcome across ranks); another negative errno when a wait failed
+     * (the caller revokes the communicator).  *out is NULL on failure. */
+    int (*open)(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev **out);
     void (*close)(struct sampi_netdev *nd);
     int (*isend)(struct sampi_netdev *nd, const void *buf, size_t len, int peer, uint64_t tag,
                  sampi_netdev_req_t *req);
@@ -68,14 +77,38 @@ struct sampi_netdev {
     int size;
 };
 
-/* Tag layout: call sequence number (high), round (middle), segment (low). */
-#define SAMPI_TAG_SEG_BITS   16
-#define SAMPI_TAG_ROUND_BITS 20
-static inline uint64_t sampi_netdev_tag(uint64_t seq, unsigned round, unsigned seg)
+/* Tag layout, high to low: kind (2 bits), call sequence number (26 bits),
+ * round (20 bits), segment (16 bits).  The kind keeps exchanges of
+ * different purposes apart, whatever the ranks run: a receive of one kind
+ * never matches a message of another.  Kind 3 is never sent through a
+ * netdev: the mpi netdev shares SAMPI's private communicator with the
+ * revocation notices, whose MPI tag has kind 3 (src/revoke.h). */
+enum sampi_tag_kind {
+    SAMPI_TAG_DATA = 0,       /* an algorithm's data */
+    SAMPI_TAG_PROBE_GO = 1,   /* a link probe's go-ahead (1 byte) */
+    SAMPI_TAG_PROBE_DATA = 2, /* a link probe's payload */
+    SAMPI_TAG__RESERVED = 3,
+};
+#define SAMPI_TAG_SEG_BITS 16
+/* Segments a round may have: the executor makes segments larger rather
+ * than more (the mpi netdev folds the segment index into 12 tag bits). */
+#define SAMPI_NETDEV_MAX_SEGMENTS 4096
+#define SAMPI_TAG_ROUND_BITS      20
+#define SAMPI_TAG_SEQ_BITS        26
+#define SAMPI_TAG_KIND_SHIFT      (SAMPI_TAG_SEG_BITS + SAMPI_TAG_ROUND_BITS + SAMPI_TAG_SEQ_BITS)
+static inline uint64_t sampi_netdev_tag_kind(enum sampi_tag_kind kind, uint64_t seq, unsigned round,
+                                             unsigned seg)
 {
-    return (seq << (SAMPI_TAG_SEG_BITS + SAMPI_TAG_ROUND_BITS)) |
+    return ((uint64_t)kind << SAMPI_TAG_KIND_SHIFT) |
+           ((seq & ((UINT64_C(1) << SAMPI_TAG_SEQ_BITS) - 1))
+            << (SAMPI_TAG_SEG_BITS + SAMPI_TAG_ROUND_BITS)) |
            ((uint64_t)(round & ((1u << SAMPI_TAG_ROUND_BITS) - 1)) << SAMPI_TAG_SEG_BITS) |
            (seg & ((1u << SAMPI_TAG_SEG_BITS) - 1));
+}
+/* An algorithm's data message. */
+static inline uint64_t sampi_netdev_tag(uint64_t seq, unsigned round, unsigned seg)
+{
+    return sampi_netdev_tag_kind(SAMPI_TAG_DATA, seq, round, seg);
 }
 
 /* The backends, by name ("mpi", "ofi").  NULL when unknown. */

@@ -80,6 +80,7 @@
 #include "ofi_util.h"
 #include "netdev.h"
 #include "sampi_internal.h"
+#include "wait.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -306,17 +307,19 @@ static int sleep_cq(struct ofi_netdev *nd, int timeout_ms)
     return got;
 }
 
-/* 1 when every rank of comm is on this host.  Collective. */
-static int one_host(MPI_Comm comm)
+static unsigned long long text_hash(const char *s);
+
+/* 1 when every rank of comm is on this host, 0 when not, or the wait's
+ * negative errno.  Collective: the hashes of the processor names agree
+ * (MPI_Comm_split_type would say the same, but has no deadline). */
+static int one_host(MPI_Comm comm, struct sampi_waiter *w)
 {
-    MPI_Comm node;
-    int size = 0, node_size = 0;
-    PMPI_Comm_size(comm, &size);
-    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return 0;
-    PMPI_Comm_size(node, &node_size);
-    PMPI_Comm_free(&node);
-    return node_size == size;
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    int len = 0;
+    PMPI_Get_processor_name(host, &len);
+    long long h = (long long)text_hash(host), v[2] = {h, -h}, out[2];
+    int rc = sampi_waiter_allreduce(w, v, out, 2, MPI_LONG_LONG, MPI_MAX, comm);
+    return rc ? rc : out[0] == -out[1];
 }
 
 static unsigned long long text_hash(const char *s)
@@ -483,11 +486,12 @@ fail:
     return st;
 }
 
-/* Agreement over comm: v[] reduced with MIN.  Returns 0 or -EIO. */
-static int agree(MPI_Comm comm, long long *v, int n)
+/* Agreement over comm: v[] reduced with MIN.  0 or the wait's errno. */
+static int agree(MPI_Comm comm, struct sampi_waiter *w, long long *v, int n)
 {
-    return PMPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MIN, comm) == MPI_SUCCESS ? 0
-                                                                                           : -EIO;
+    long long in[8];
+    memcpy(in, v, (size_t)n * sizeof(*v));
+    return sampi_waiter_allreduce(w, in, v, n, MPI_LONG_LONG, MPI_MIN, comm);
 }
 
 /* A failed rank's key: lowest rank first, then its stage and error. */
@@ -514,7 +518,7 @@ static void warn_failure(const struct ofi_netdev *nd, long long key)
                    stage_names[st], rank, err ? fi_strerror(err) : "no error code");
 }
 
-static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
+static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev **out)
 {
     struct ofi_netdev *nd = calloc(1, sizeof(*nd));
     char *names = NULL;
@@ -535,7 +539,11 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
     sampi_cvar_text(SAMPI_CVAR_OFI_BIND_BASE, bind, sizeof(bind));
     if (sampi_ofi_bind_parse(bind, &base, bind_err, sizeof(bind_err)))
         base = 0; /* cannot happen: the value was validated when set */
-    int local = one_host(comm);
+    int local = one_host(comm, w);
+    if (local < 0) {
+        rc = local;
+        goto fail;
+    }
     if (nd)
         apply_env_defaults(provider);
     /* An address to bind means an IP provider, on one host too. */
@@ -562,8 +570,9 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
     long long h = (long long)text_hash(provider);
     long long v[5] = {st == ST_NONE, -(long long)namelen, h, -h,
                       st == ST_NONE ? LLONG_MAX : fail_key(rank, st, fi_err)};
-    if (agree(comm, v, 5))
+    if ((rc = agree(comm, w, v, 5)))
         goto fail;
+    rc = -ENODEV;
     if (v[0] && v[2] != -v[3]) {
         v[0] = 0;
         v[4] = fail_key(0, ST_PROVIDER_MISMATCH, 0);
@@ -579,8 +588,9 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
     size_t stride = (size_t)-v[1];
     names = calloc((size_t)size, stride);
     long long ok[2] = {names != NULL, names ? LLONG_MAX : fail_key(rank, ST_NOMEM, FI_ENOMEM)};
-    if (agree(comm, ok, 2))
+    if ((rc = agree(comm, w, ok, 2)))
         goto fail;
+    rc = -ENODEV;
     if (!ok[0]) {
         warn_failure(nd, ok[1]);
         goto fail;
@@ -588,9 +598,9 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
     char mine[OFI_NAME_MAX];
     memset(mine, 0, sizeof(mine));
     memcpy(mine, name, namelen);
-    if (PMPI_Allgather(mine, (int)stride, MPI_BYTE, names, (int)stride, MPI_BYTE, comm) !=
-        MPI_SUCCESS)
+    if ((rc = sampi_waiter_allgather(w, mine, (int)stride, MPI_BYTE, names, comm)))
         goto fail;
+    rc = -ENODEV;
 
     /* One address at a time: FI_ADDR_STR names (shm) are not fixed-size. */
     st = ST_NONE;
@@ -604,8 +614,9 @@ static int ofi_open(MPI_Comm comm, struct sampi_netdev **out)
     }
     ok[0] = st == ST_NONE;
     ok[1] = st == ST_NONE ? LLONG_MAX : fail_key(rank, st, fi_err);
-    if (agree(comm, ok, 2))
+    if ((rc = agree(comm, w, ok, 2)))
         goto fail;
+    rc = -ENODEV;
     if (!ok[0]) {
         warn_failure(nd, ok[1]);
         goto fail;

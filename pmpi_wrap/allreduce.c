@@ -12,8 +12,10 @@
  * The small-message path (`native`) costs a datatype lookup, an attribute
  * lookup and a table walk on top of PMPI_Allreduce.
  */
+#include "argcheck.h"
 #include "comm.h"
 #include "debug_delay.h"
+#include "revoke.h"
 #include "select.h"
 #include "tracker.h"
 #include "sampi_internal.h"
@@ -90,10 +92,17 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         log_call(&a, SAMPI_ALGO_NATIVE);
         return MPI_SUCCESS;
     }
-    if (c->broken)
-        return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
-    if (sampi_comm_agree(c))
+    /* a communicator SAMPI gave up on fails at once on every rank, a late
+     * one included: never PMPI_Allreduce, which would pair with the others'
+     * previous call */
+    if (sampi_revoke_poll(c))
+        return sampi_report_error(comm, -SAMPI_EREVOKED);
+    c->calls++;
+    rc = sampi_comm_join(c);
+    if (rc == -EINVAL)
         return fall_back(c, SAMPI_FALLBACK_MISMATCH, sendbuf, recvbuf, count, datatype, op, comm);
+    if (rc)
+        return sampi_report_error(comm, -SAMPI_EREVOKED);
 
     const size_t bytes = a.count * a.dt.extent;
     /* whether this call is tracked depends on agreed values only */
@@ -112,29 +121,40 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
             return sampi_report_error(comm, rc);
         algo = SAMPI_ALGO_RING;
     }
-    if (algo != SAMPI_ALGO_NATIVE) {
-        rc = sampi_comm_open_netdev(c);
-        if (rc) { /* the same answer on every rank: open is collective */
-            rc = fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
-            if (tracked)
-                sampi_tracker_end(c, SAMPI_ALGO_NATIVE, bytes, rc == MPI_SUCCESS ? 0 : -EIO);
-            return rc;
-        }
+    if (algo == SAMPI_ALGO_NATIVE) {
+        count_call(c, algo);
+        log_call(&a, algo);
+        rc = sampi_algos[algo].run(&a);
+        if (rc || !tracked)
+            return sampi_report_error(comm, rc); /* Open MPI's own outcome */
+        if (!(rc = sampi_tracker_end(c, algo, bytes, 0)))
+            return MPI_SUCCESS;
+        sampi_revoke(c, rc, "the tracking exchange");
+        return sampi_report_error(comm, -SAMPI_EREVOKED);
     }
+    rc = sampi_comm_open_netdev(c);
+    if (rc && c->revoked)
+        return sampi_report_error(comm, -SAMPI_EREVOKED);
+    if (rc) /* the same answer on every rank: they agreed on the outcome */
+        return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
     count_call(c, algo);
     log_call(&a, algo);
-    rc = sampi_algos[algo].run(&a);
-    if (rc > -SAMPI_EHANDLED && rc < 0)
-        sampi_log_warn("allreduce with %s on a communicator of size %d failed: %s%s%s",
-                       sampi_algos[algo].name, c->size,
-                       rc == -ETIMEDOUT ? "a peer did not answer within sampi_timeout_ms"
-                                        : "data path error",
-                       rc == -ETIMEDOUT ? "" : ": ", rc == -ETIMEDOUT ? "" : strerror(-rc));
-    if (tracked) {
-        /* collective: every rank exchanges, whatever its own outcome */
-        int trc = sampi_tracker_end(c, algo, bytes, rc);
-        if (trc == -EIO && !rc)
-            rc = trc;
+    rc = sampi_argcheck_post(c, &a, algo);
+    if (!rc)
+        rc = sampi_algos[algo].run(&a);
+    /* a message of the wrong size points at a mismatch: the check says
+     * which, the same on every rank */
+    if (!rc || rc == -EBADMSG) {
+        int crc = sampi_argcheck_finish(c);
+        rc = crc ? crc : rc;
     }
-    return rc ? sampi_report_error(comm, rc) : MPI_SUCCESS;
+    if (!rc && tracked)
+        rc = sampi_tracker_end(c, algo, bytes, rc);
+    if (!rc)
+        return MPI_SUCCESS;
+    sampi_revoke(c, rc, "the data exchange"); /* no-op when a notice came first */
+    /* this call returns its cause: a mismatch (the same class on every rank,
+     * which all computed the same check) or the revocation */
+    return sampi_report_error(comm,
+                              sampi_errno_is_mismatch(c->revoked) ? c->revoked : -SAMPI_EREVOKED);
 }

@@ -6,8 +6,10 @@
 #include "comm.h"
 #include "sampi.h"
 #include "sampi_internal.h"
+#include "wrap.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *sampi_version(void)
@@ -19,7 +21,7 @@ static struct sampi_comm *state_of(MPI_Comm comm, int create)
 {
     struct sampi_comm *c = NULL;
     int inter = 0;
-    if (comm == MPI_COMM_NULL || !sampi_runtime_mpi_ready())
+    if (comm == MPI_COMM_NULL || !sampi_runtime_mpi_ready() || !sampi_comm_handle_live(comm))
         return NULL;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return NULL;
@@ -37,8 +39,19 @@ int sampi_comm_set_algorithm(MPI_Comm comm, const char *algorithm)
         return MPI_SUCCESS;
     }
     const struct sampi_algo *al = sampi_algo_find(algorithm);
-    if (!al)
+    if (!al) {
+        /* once per process: a program that retries must not flood the log */
+        static _Atomic int told;
+        if (!atomic_exchange(&told, 1)) {
+            char names[512] = "";
+            size_t at = 0;
+            for (int i = 0; i < SAMPI_ALGO__COUNT && at < sizeof(names); i++)
+                at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+                                       sampi_algos[i].name);
+            sampi_log_warn("sampi_comm_set_algorithm: '%s' is not one of: %s", algorithm, names);
+        }
         return MPI_ERR_ARG;
+    }
     c->forced_algo = al->id;
     return MPI_SUCCESS;
 }

@@ -73,6 +73,8 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
 
 int sampi_report_error(MPI_Comm comm, int neg_errno)
 {
+    if (neg_errno == 0)
+        return MPI_SUCCESS;
     int cls = sampi_errno_to_mpi(neg_errno);
     if (neg_errno > -SAMPI_EHANDLED)
         PMPI_Comm_call_errhandler(comm, cls);

@@ -27,4 +27,9 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
  * unless Open MPI already did; returns the MPI error class. */
 int sampi_report_error(MPI_Comm comm, int neg_errno);
 
+/* 0 when `comm` is a handle the program freed through MPI_Comm_free and no
+ * live communicator has taken its address since (comm_free.c); 1 otherwise.
+ * Never dereferences comm. */
+int sampi_comm_handle_live(MPI_Comm comm);
+
 #endif

@@ -2,12 +2,15 @@
  * comm.c - per-communicator state as a cached attribute.
  */
 #include "comm.h"
+#include "revoke.h"
+#include "wait.h"
 #include "sampi_internal.h"
 #include "stragglar_schedule.h"
 #include "tracker.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 static int keyval = MPI_KEYVAL_INVALID;
@@ -26,6 +29,21 @@ static void state_free(struct sampi_comm *c)
     pthread_mutex_unlock(&list_lock);
     if (c->nd)
         c->nd->ops->close(c->nd);
+    if (c->ctl != MPI_COMM_NULL) {
+        int finalized = 0;
+        PMPI_Finalized(&finalized);
+        if (!finalized) {
+            sampi_revoke_poll(c); /* a notice that came meanwhile counts too */
+            sampi_revoke_disarm(c);
+            /* A revoked communicator's messages may still be in flight, and
+             * Open MPI gives a freed communicator's context id to the next
+             * one it makes, which would receive them: a revoked ctl is kept
+             * (one communicator per revocation) so that its id stays taken. */
+            if (!c->revoked)
+                PMPI_Comm_free(&c->ctl);
+        }
+    }
+    sampi_argcheck_release(&c->check);
     free(c->scratch);
     if (c->stragglar)
         sampi_stragglar_schedule_free(c->stragglar);
@@ -73,6 +91,10 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
     if (!c)
         return -ENOMEM;
     c->comm = comm;
+    c->ctl = MPI_COMM_NULL;
+    c->revoke_rx = MPI_REQUEST_NULL;
+    c->check.req = MPI_REQUEST_NULL;
+    c->join_req[0] = c->join_req[1] = MPI_REQUEST_NULL;
     c->forced_algo = c->forced_netdev = -1;
     atomic_store(&c->last_algo, -1);
     PMPI_Comm_rank(comm, &c->rank);
@@ -91,28 +113,173 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
     return 0;
 }
 
-/* Everything that shapes the message pattern must match on all ranks;
- * comparing a hash with one MAX reduction of (h, -h) finds any difference. */
-int sampi_comm_agree(struct sampi_comm *c)
+uint32_t sampi_comm_pattern_hash(const struct sampi_comm *c)
 {
-    if (c->agreed)
-        return c->mismatch ? -EINVAL : 0;
-    c->agreed = 1;
     uint32_t h = sampi_config_pattern_hash();
     h = h * 31u + (uint32_t)(c->forced_algo + 1);
-    h = h * 31u + (uint32_t)(c->forced_netdev + 1);
-    long v[2] = {(long)h, -(long)h};
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_LONG, MPI_MAX, c->comm) != MPI_SUCCESS)
+    return h * 31u + (uint32_t)(c->forced_netdev + 1);
+}
+
+/* Proposals for communicator ids: (counter << 24) | world rank.  The join
+ * takes the largest proposal, and every rank then moves its counter past
+ * it, so two communicators that share a process get different ids however
+ * the ranks interleave their first calls (a Lamport clock): the same
+ * proposer never proposes twice the same counter. */
+#define LABEL_SHIFT 24
+static _Atomic uint64_t next_label;
+
+uint64_t sampi_comm_label(const struct sampi_comm *c)
+{
+    return c->id >> LABEL_SHIFT;
+}
+
+static uint64_t propose_id(void)
+{
+    int wrank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    return (atomic_fetch_add(&next_label, 1) << LABEL_SHIFT) | (uint64_t)(wrank & 0xffffff);
+}
+
+static void adopt_id(struct sampi_comm *c, uint64_t id)
+{
+    c->id = id;
+    uint64_t want = (id >> LABEL_SHIFT) + 1, have = atomic_load(&next_label);
+    while (have < want && !atomic_compare_exchange_weak(&next_label, &have, want))
+        ;
+}
+
+/* The join's two exchanges and the new communicator's handle live on the
+ * heap: when a wait gives up, the requests stay pending (a nonblocking
+ * collective cannot be cancelled) and complete into these buffers whenever
+ * the late rank arrives, perhaps after the state is gone.  They are freed
+ * only when both completed. */
+struct join_bufs {
+    long long a[3], a_out[3]; /* h, -h, id proposal */
+    long long b, b_out;       /* "I gave up waiting in the first exchange" */
+    MPI_Comm ctl;
+};
+
+/* Requests of the join left pending on the user's communicator: they hold
+ * their buffers, and the communicator must outlive them (see
+ * sampi_comm_outlives). */
+static void leave_pending(struct sampi_comm *c, struct join_bufs *j, MPI_Request a, MPI_Request b)
+{
+    c->join = j;
+    c->join_req[0] = a;
+    c->join_req[1] = b;
+}
+
+static int agree_first(struct sampi_comm *c)
+{
+    struct join_bufs *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    uint32_t h = sampi_comm_pattern_hash(c);
+    j->a[0] = h;
+    j->a[1] = -(long long)h;
+    j->a[2] = (long long)propose_id();
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the configuration agreement of its first call");
+    MPI_Request ra, rb = MPI_REQUEST_NULL;
+    if (PMPI_Iallreduce(j->a, j->a_out, 3, MPI_LONG_LONG, MPI_MAX, c->comm, &ra) != MPI_SUCCESS) {
+        free(j);
         return -EIO;
-    if (v[0] != -v[1]) {
+    }
+    int rc = sampi_waiter_mpi(&w, &ra, 1, NULL);
+    /* The second exchange tells a rank that arrives after the others gave
+     * up in the first one: it completes the first with their contributions,
+     * then learns from the second that they left. */
+    j->b = rc != 0;
+    if (PMPI_Iallreduce(&j->b, &j->b_out, 1, MPI_LONG_LONG, MPI_MAX, c->comm, &rb) != MPI_SUCCESS)
+        rc = rc ? rc : -EIO;
+    else if (!rc)
+        rc = sampi_waiter_mpi(&w, &rb, 1, NULL);
+    if (rc) {
+        leave_pending(c, j, ra, rb);
+        return rc;
+    }
+    if (j->b_out) {
+        free(j);
+        return -ETIMEDOUT; /* another rank gave up waiting for this one */
+    }
+    if (j->a_out[0] != -j->a_out[1]) {
+        free(j);
+        return -EINVAL;
+    }
+    adopt_id(c, (uint64_t)j->a_out[2]);
+    MPI_Request rd;
+    if (PMPI_Comm_idup(c->comm, &j->ctl, &rd) != MPI_SUCCESS) {
+        free(j);
+        return -EIO;
+    }
+    rc = sampi_waiter_mpi(&w, &rd, 1, NULL);
+    if (rc) {
+        leave_pending(c, j, rd, MPI_REQUEST_NULL);
+        return rc;
+    }
+    c->ctl = j->ctl;
+    free(j);
+    /* SAMPI reads every error on its own communicator itself */
+    PMPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
+    return sampi_revoke_arm(c);
+}
+
+int sampi_comm_outlives(MPI_Comm comm)
+{
+    struct sampi_comm *c = NULL;
+    if (sampi_comm_get(comm, 0, &c) || !c->join)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        int flag = 1;
+        if (c->join_req[i] != MPI_REQUEST_NULL)
+            PMPI_Test(&c->join_req[i], &flag, MPI_STATUS_IGNORE);
+    }
+    if (c->join_req[0] != MPI_REQUEST_NULL || c->join_req[1] != MPI_REQUEST_NULL)
+        return 1;
+    free(c->join);
+    c->join = NULL;
+    return 0;
+}
+
+/* A re-armed check (MPI_Comm_set_info), over c->ctl. */
+static int agree_again(struct sampi_comm *c)
+{
+    uint32_t h = sampi_comm_pattern_hash(c);
+    long long v[2] = {h, -(long long)h}, out[2];
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the configuration agreement");
+    int rc = sampi_waiter_allreduce(&w, v, out, 2, MPI_LONG_LONG, MPI_MAX, c->ctl);
+    if (rc)
+        return rc;
+    return out[0] != -out[1] ? -EINVAL : 0;
+}
+
+int sampi_comm_join(struct sampi_comm *c)
+{
+    if (c->revoked)
+        return c->revoked;
+    if (c->agreed)
+        return c->mismatch ? -EINVAL : 0;
+    int first = c->ctl == MPI_COMM_NULL;
+    int rc = first ? agree_first(c) : agree_again(c);
+    if (c->revoked)
+        return c->revoked;
+    if (rc == -EINVAL) {
+        c->agreed = 1;
+        c->mismatch = 1;
         if (c->rank == 0)
             sampi_log_warn("ranks of a communicator of size %d have different SAMPI settings "
                            "(algorithm, netdev, thresholds or segment size): using "
                            "PMPI_Allreduce on it",
                            c->size);
-        c->mismatch = 1;
-        return -EINVAL;
+        return rc;
     }
+    if (rc) {
+        sampi_revoke(c, rc, first ? "its first call's agreement" : "the configuration agreement");
+        return c->revoked;
+    }
+    c->agreed = 1;
+    c->mismatch = 0;
     return 0;
 }
 
@@ -124,21 +291,46 @@ static const struct sampi_netdev_ops *choose_netdev(struct sampi_comm *c)
     return sampi_netdev_find(sampi_netdev_names[choice]);
 }
 
+/* Open `ops` and agree on the outcome: the same on every rank. */
+static int open_agreed(struct sampi_comm *c, const struct sampi_netdev_ops *ops,
+                       struct sampi_waiter *w)
+{
+    int rc = ops->open(c->ctl, w, &c->nd);
+    if (rc && rc != -ENODEV && rc != -ENOMEM && rc != -ENOTSUP) {
+        /* a wait inside open failed: the others may still be in there */
+        sampi_revoke(c, rc, "opening the data path");
+        return c->revoked;
+    }
+    int ok = rc == 0, all = 0;
+    rc = sampi_waiter_allreduce(w, &ok, &all, 1, MPI_INT, MPI_MIN, c->ctl);
+    if (rc) {
+        sampi_revoke(c, rc, "opening the data path");
+        all = 0;
+    }
+    if (!all && c->nd) {
+        c->nd->ops->close(c->nd);
+        c->nd = NULL;
+    }
+    return all ? 0 : c->revoked ? c->revoked : -ENODEV;
+}
+
 int sampi_comm_open_netdev(struct sampi_comm *c)
 {
     if (c->nd_tried)
-        return c->nd ? 0 : -ENOTCONN;
+        return c->nd ? 0 : c->revoked ? c->revoked : -ENOTCONN;
     c->nd_tried = 1;
-    int rc = 0;
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "opening the data path");
     const struct sampi_netdev_ops *ops = choose_netdev(c);
-    rc = ops->open(c->comm, &c->nd);
-    if (rc && ops != &sampi_netdev_mpi_ops) {
+    int rc = open_agreed(c, ops, &w);
+    if (rc && !c->revoked && ops != &sampi_netdev_mpi_ops) {
         if (c->rank == 0)
             sampi_log_warn("netdev '%s' could not be opened on every rank: using 'mpi'", ops->name);
-        rc = sampi_netdev_mpi_ops.open(c->comm, &c->nd);
+        rc = open_agreed(c, &sampi_netdev_mpi_ops, &w);
     }
     if (!rc)
-        sampi_log(SAMPI_LOG_SETUP, "communicator of size %d: netdev %s", c->size, c->nd->ops->name);
+        sampi_log(SAMPI_LOG_SETUP, "communicator %llu of size %d: netdev %s",
+                  (unsigned long long)sampi_comm_label(c), c->size, c->nd->ops->name);
     return rc;
 }
 
@@ -154,6 +346,12 @@ void *sampi_comm_scratch(struct sampi_comm *c, size_t size)
     c->scratch = p;
     c->scratch_size = size;
     return p;
+}
+
+void sampi_comm_drop_state(MPI_Comm comm)
+{
+    if (keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_delete_attr(comm, keyval);
 }
 
 void sampi_comm_free_all(void)

@@ -11,6 +11,7 @@
 #ifndef SAMPI_COMM_H
 #define SAMPI_COMM_H
 
+#include "argcheck.h"
 #include "config.h"
 #include "netdev.h"
 #include "stats.h"
@@ -22,20 +23,33 @@
 struct sampi_stragglar_schedule;
 struct sampi_optcc_cache;
 struct sampi_tracker;
+struct join_bufs;
 
 struct sampi_comm {
-    MPI_Comm comm;
+    MPI_Comm comm; /* the user's */
+    /* SAMPI's private duplicate, made at the first call (join): every
+     * exchange SAMPI makes on its own behalf goes here, MPI_COMM_NULL before */
+    MPI_Comm ctl;
+    uint64_t id; /* agreed at the join: the same on every rank, unique in the job */
     int rank, size;
     int forced_algo;   /* -1: follow sampi_algorithm */
     int forced_netdev; /* -1: follow sampi_netdev */
     struct sampi_netdev *nd;
     int nd_tried;          /* the data path was set up (or failed) */
-    int broken;            /* an error left messages in flight: use PMPI */
-    int agreed;            /* the configuration check has run */
+    int agreed;            /* the configuration check has run since it was last armed */
     int mismatch;          /* ranks disagree on the configuration: use PMPI */
+    int revoked;           /* 0, or why SAMPI gave up on it (a negative errno, revoke.h) */
     _Atomic int last_algo; /* -1 before the first call */
+    uint64_t calls;        /* MPI_Allreduce calls SAMPI took on c, for messages */
     uint64_t seq;          /* calls that used the data path */
-    void *scratch;         /* receive buffer for reductions */
+    MPI_Request revoke_rx; /* the notice receive (revoke.h) */
+    int revoke_msg[8];
+    struct sampi_argcheck check; /* the current call's argument check */
+    /* the first call's exchanges, when a wait on them failed: still pending
+     * on the user's communicator (sampi_comm_outlives) */
+    struct join_bufs *join;
+    MPI_Request join_req[2];
+    void *scratch; /* receive buffer for reductions */
     /* the last stragglar schedule built, reused while n and the straggler stay */
     struct sampi_stragglar_schedule *stragglar;
     /* optcc's schedule and this rank's rounds, reused while p, z, l, k, n stay */
@@ -52,14 +66,37 @@ struct sampi_comm {
  * 0, or -ENOENT (no state and !create), -ENOMEM, -EINVAL (bad communicator). */
 int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out);
 
-/* At the first eligible call on c (collective: every rank makes that call):
- * check that all ranks were configured alike.  0, or -EINVAL when they were
- * not, after which the communicator uses PMPI (c->mismatch). */
-int sampi_comm_agree(struct sampi_comm *c);
+/* At every eligible call on c, before anything else (collective: every rank
+ * makes that call).  The first time, the join: the ranks check that they
+ * were configured alike and agree on c's id over the user's communicator
+ * (two small nonblocking allreduces, the second telling a late rank that
+ * the others gave up on the first), then make c->ctl.  Later, only when the
+ * check was re-armed (c->agreed = 0, MPI_Comm_set_info), the check again
+ * over c->ctl.  Every wait has the deadline of wait.h.
+ * 0; -EINVAL when the ranks were configured differently (then c uses PMPI:
+ * c->mismatch); or the revocation errno when the join failed (c->revoked). */
+int sampi_comm_join(struct sampi_comm *c);
+
+/* 1 when SAMPI left requests pending on the user's communicator `comm` (its
+ * first call's agreement, after a rank gave up waiting in it), which Open MPI
+ * would still progress after the communicator was freed, and crash: then
+ * MPI_Comm_free must not free it (pmpi_wrap/comm_free.c keeps it, and drops
+ * SAMPI's state).  0 otherwise, also once they completed. */
+int sampi_comm_outlives(MPI_Comm comm);
+/* Free SAMPI's state of `comm` now (its attribute's delete callback). */
+void sampi_comm_drop_state(MPI_Comm comm);
+
+/* What c's calls must agree on beyond their arguments: the configuration's
+ * pattern hash and c's own overrides. */
+uint32_t sampi_comm_pattern_hash(const struct sampi_comm *c);
+
+/* The id shown in messages ("communicator 3"): the same on every rank. */
+uint64_t sampi_comm_label(const struct sampi_comm *c);
 
 /* Open the data path if not done yet.  Collective: called by every rank for
- * the same call.  0, or a negative errno; on failure the communicator uses
- * PMPI from then on. */
+ * the same call, after the join.  0, or a negative errno, the same on every
+ * rank (the ranks agree on the outcome); on failure the communicator uses
+ * PMPI from then on.  A wait that fails revokes c. */
 int sampi_comm_open_netdev(struct sampi_comm *c);
 
 /* A scratch buffer of at least `size` bytes owned by the state. */

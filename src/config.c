@@ -289,21 +289,15 @@ int sampi_config_load(void)
 
 uint32_t sampi_config_pattern_hash(void)
 {
-    /* Only what shapes the message pattern: verbosity, pinning and polling may
-     * differ between ranks without harm. */
-    static const enum sampi_cvar_id pattern[] = {
-        SAMPI_CVAR_ALGORITHM,         SAMPI_CVAR_NETDEV,
-        SAMPI_CVAR_OFI_PROVIDER,      SAMPI_CVAR_NATIVE_MAX_BYTES,
-        SAMPI_CVAR_RHD_MAX_BYTES,     SAMPI_CVAR_SEGMENT_BYTES,
-        SAMPI_CVAR_STRAGGLAR_RANK,    SAMPI_CVAR_OPTCC_SLOWDOWN,
-        SAMPI_CVAR_STRAGGLAR_MODE,    SAMPI_CVAR_STRAGGLAR_WINDOW,
-        SAMPI_CVAR_TRACKER_MIN_BYTES, SAMPI_CVAR_OPTCC_DETECT,
-        SAMPI_CVAR_OPTCC_PROBE_BYTES, SAMPI_CVAR_OPTCC_PROBE_PERIOD,
-    };
+    /* Every variable whose MPI_T scope says it must be the same on all ranks
+     * (cvars.def marks what shapes the message pattern ALL_EQ); verbosity,
+     * pinning, limits and polling may differ between ranks without harm. */
     uint32_t h = 2166136261u; /* FNV-1a over the values' text */
     char buf[SAMPI_CVAR_STRING_MAX];
-    for (size_t i = 0; i < sizeof(pattern) / sizeof(pattern[0]); i++) {
-        sampi_cvar_text(pattern[i], buf, sizeof(buf));
+    for (int i = 0; i < SAMPI_CVAR__COUNT; i++) {
+        if (sampi_cvar_infos[i].scope != MPI_T_SCOPE_ALL_EQ)
+            continue;
+        sampi_cvar_text((enum sampi_cvar_id)i, buf, sizeof(buf));
         for (const char *c = buf; *c; c++)
             h = (h ^ (unsigned char)*c) * 16777619u;
         h = (h ^ 0xff) * 16777619u;

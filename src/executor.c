@@ -7,21 +7,30 @@
  * lands, overlapping the reduction with the transfer of the next segments.
  * This is the one place where SAMPI's exact algorithms reduce data.
  *
- * Errors: a failed or timed-out transfer cancels what is still posted, marks
- * the communicator broken (messages may still be in flight, so its later calls
- * go to PMPI_Allreduce) and returns the error; the peers then time out too
- * instead of hanging.
+ * Waiting: in slices of the communicator's waiter (wait.h), so that a late
+ * peer is waited for without end unless the user set sampi_timeout_ms, a
+ * long silence is reported naming the peers this rank waits for, and a
+ * revocation by another rank (or a mismatch found by the argument check)
+ * ends the wait at once.
+ *
+ * Errors: a failed or timed-out transfer cancels what is still posted and
+ * returns the error; the dispatcher then revokes the communicator (messages
+ * may still be in flight), which tells the peers instead of leaving them
+ * waiting.
  */
 #include "executor.h"
 #include "comm.h"
+#include "revoke.h"
 #include "sampi_internal.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_SEGMENTS_PER_ROUND = 1 << SAMPI_TAG_SEG_BITS };
+enum { MAX_SEGMENTS_PER_ROUND = SAMPI_NETDEV_MAX_SEGMENTS };
 
 static size_t ceil_div(size_t a, size_t b)
 {
@@ -56,12 +65,6 @@ static int grow(struct round_state *st, size_t n)
     return 0;
 }
 
-static int64_t deadline_from_now(void)
-{
-    long long ms = sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS);
-    return ms ? sampi_now_ns() + ms * 1000000 : INT64_MAX;
-}
-
 /* Whether a send of this round that has not completed still reads
  * [lo, hi) of the vector.  A pair that exchanges the same range in one round
  * (StragglAR's exchange with the straggler) must not reduce into it before its
@@ -78,9 +81,21 @@ static int send_still_reads(const struct sampi_round *rd, size_t seg, size_t nse
     return 0;
 }
 
+/* Whom this rank still waits for in a round, for a stall warning. */
+static void waiting_for(const struct sampi_round *rd, size_t nrecv, const struct round_state *st,
+                        char *buf, size_t len)
+{
+    int recv_pending = 0;
+    for (size_t i = 0; i < nrecv; i++)
+        recv_pending |= !st->reqs[i].done;
+    int peer = recv_pending ? rd->recv.peer : rd->send.peer;
+    snprintf(buf, len, "rank %d (%s)", peer,
+             recv_pending ? "its data" : "to take this rank's data");
+}
+
 static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, uint64_t seq,
                      int index, const struct sampi_round *rd, size_t seg, char *scratch,
-                     struct round_state *st)
+                     struct round_state *st, struct sampi_waiter *w)
 {
     const size_t ext = a->dt.extent;
     char *buf = a->recvbuf;
@@ -111,7 +126,6 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
     }
 
     int64_t posted_at = sampi_now_ns();
-    int64_t deadline = deadline_from_now();
     size_t left = posted;
     while (left) {
         int n = 0;
@@ -119,7 +133,14 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
             if (!st->reqs[i].done)
                 st->pending[n++] = &st->reqs[i];
         if (n) {
-            rc = nd->ops->wait(nd, st->pending, n, deadline);
+            rc = nd->ops->wait(nd, st->pending, n, sampi_waiter_slice_end(w));
+            if (rc == -ETIMEDOUT) {
+                char whom[96];
+                waiting_for(rd, nrecv, st, whom, sizeof(whom));
+                if ((rc = sampi_waiter_idle(w, whom)))
+                    goto fail;
+                continue;
+            }
             if (rc)
                 goto fail;
         }
@@ -158,7 +179,7 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
             }
         }
         if (progressed)
-            deadline = deadline_from_now(); /* the timeout is for a silent peer */
+            sampi_waiter_progress(w); /* the limit is for a silent peer */
     }
     size_t sent = rd->send.peer >= 0 ? rd->send.count * ext : 0;
     size_t received = rd->recv.peer >= 0 ? rd->recv.count * ext : 0;
@@ -196,7 +217,7 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
     if (seg == 0)
         seg = 1;
     if (ceil_div(longest ? longest : 1, seg) > MAX_SEGMENTS_PER_ROUND)
-        seg = ceil_div(longest, MAX_SEGMENTS_PER_ROUND); /* the tag has 16 segment bits */
+        seg = ceil_div(longest, MAX_SEGMENTS_PER_ROUND); /* see netdev.h */
 
     char *scratch = scratch_elems ? sampi_comm_scratch(c, scratch_elems * ext) : NULL;
     if (scratch_elems && !scratch)
@@ -204,12 +225,14 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
     if (a->sendbuf != MPI_IN_PLACE)
         memcpy(a->recvbuf, a->sendbuf, a->count * ext);
 
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the data exchange");
     for (int i = 0; i < nrounds && !rc; i++) {
         if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
             continue;
         if (first_peer < 0)
             first_peer = rounds[i].recv.peer;
-        rc = run_round(a, c->nd, seq, i, &rounds[i], seg, scratch, &st);
+        rc = run_round(a, c->nd, seq, i, &rounds[i], seg, scratch, &st, &w);
     }
     /* Arrival as this rank sees it: how long its first receive waited for the
      * peer it hears from first.  Only the rank next to a late rank sees the
@@ -217,11 +240,6 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
     if (!rc && st.first_wait_ns >= 0)
         sampi_stats_note_arrival(c, st.first_wait_ns >= SAMPI_LATE_THRESHOLD_NS ? first_peer : -1,
                                  st.first_wait_ns);
-    if (rc) {
-        c->broken = 1;
-        sampi_stat_add(&c->stats.errors, 1);
-        sampi_stat_add(&sampi_process_stats.errors, 1);
-    }
     free(st.reqs);
     free(st.pending);
     free(st.reduced);

@@ -9,6 +9,7 @@
  * PMPI_Init directly).
  */
 #include "comm.h"
+#include "revoke.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
@@ -45,6 +46,7 @@ int sampi_runtime_mpi_ready(void)
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         PMPI_Comm_size(MPI_COMM_WORLD, &size);
         sampi_log_set_rank(rank);
+        sampi_revoked_code(); /* registered now, while every thread is quiet */
         if (sampi_comm_init() == 0) {
             atomic_store_explicit(&mpi_ready, 1, memory_order_release);
             if (rank == 0) {
@@ -68,17 +70,40 @@ void sampi_runtime_fini(void)
     atomic_store(&mpi_ready, 0);
 }
 
+int sampi_errno_is_mismatch(int neg_errno)
+{
+    switch (-neg_errno) {
+    case SAMPI_EMISMATCH_COUNT:
+    case SAMPI_EMISMATCH_TYPE:
+    case SAMPI_EMISMATCH_OP:
+    case SAMPI_EMISMATCH_PATTERN:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int sampi_errno_to_mpi(int neg_errno)
 {
     if (neg_errno <= -SAMPI_EHANDLED)
         return -neg_errno - SAMPI_EHANDLED;
+    if (neg_errno == -SAMPI_EREVOKED)
+        return sampi_revoked_code(); /* class MPI_ERR_OTHER, with its own string */
     static const struct {
         int err;
         int mpi_class;
     } map[] = {
-        {ENOMEM, MPI_ERR_NO_MEM},   {EINVAL, MPI_ERR_ARG},     {ENOTSUP, MPI_ERR_ARG},
-        {ETIMEDOUT, MPI_ERR_OTHER}, {EMSGSIZE, MPI_ERR_COUNT}, {EIO, MPI_ERR_OTHER},
+        {ENOMEM, MPI_ERR_NO_MEM},
+        {EINVAL, MPI_ERR_ARG},
+        {ENOTSUP, MPI_ERR_ARG},
+        {ETIMEDOUT, MPI_ERR_OTHER},
+        {EMSGSIZE, MPI_ERR_COUNT},
+        {EIO, MPI_ERR_OTHER},
         {EFAULT, MPI_ERR_BUFFER},
+        {SAMPI_EMISMATCH_COUNT, MPI_ERR_COUNT},
+        {SAMPI_EMISMATCH_TYPE, MPI_ERR_TYPE},
+        {SAMPI_EMISMATCH_OP, MPI_ERR_OP},
+        {SAMPI_EMISMATCH_PATTERN, MPI_ERR_OTHER},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (map[i].err == -neg_errno)

@@ -11,9 +11,20 @@
 #include "config.h"
 #include "log.h"
 
+#include <errno.h>
 #include <mpi.h>
 
-/* MPI error class for a negative errno returned by the library. */
+/* Errnos with a meaning of SAMPI's own (negative, like the others). */
+#define SAMPI_EREVOKED          ESHUTDOWN  /* the communicator's SAMPI state was revoked */
+#define SAMPI_EMISMATCH_COUNT   ERANGE     /* ranks passed different counts */
+#define SAMPI_EMISMATCH_TYPE    EPROTOTYPE /* ... different datatypes */
+#define SAMPI_EMISMATCH_OP      EBADRQC    /* ... different ops */
+#define SAMPI_EMISMATCH_PATTERN EBADE      /* ... chose different algorithms or settings */
+/* Whether a negative errno is one of the mismatches above. */
+int sampi_errno_is_mismatch(int neg_errno);
+
+/* MPI error class for a negative errno returned by the library (an MPI
+ * error code for -SAMPI_EREVOKED: see revoke.h). */
 int sampi_errno_to_mpi(int neg_errno);
 
 /* Errors that Open MPI already reported through the error handler (for

@@ -24,6 +24,7 @@
  */
 #include "selective_client.h"
 #include "comm.h"
+#include "revoke.h"
 #include "dtype.h"
 #include "partial_ring.h"
 #include "sampi_internal.h"
@@ -389,10 +390,8 @@ static int comm_ready(MPI_Comm comm, struct sampi_comm **out)
     if (rc)
         return rc;
     struct sampi_comm *c = *out;
-    if (!c->agreed && sampi_comm_agree(c))
-        return -EINVAL;
-    if (c->mismatch)
-        return -EINVAL;
+    if ((rc = sampi_comm_join(c)))
+        return rc;
     return sampi_comm_open_netdev(c);
 }
 
@@ -468,8 +467,11 @@ static int group_call(void *buf, size_t count, MPI_Datatype dt, const struct sam
         members[i] = g->members[i];
     rc = sampi_partial_ring(&a, members, g->m, g->id);
     int64_t t1 = sampi_now_ns();
-    if (rc)
-        return rc; /* the executor marked the communicator broken: later calls fall back */
+    if (rc) {
+        /* the other members may be waiting for this rank: tell them */
+        sampi_revoke(c, rc, "a selective group's reduction");
+        return rc;
+    }
     scale_buf(buf, count, info->elem, scale);
     double secs = (double)(t1 - t0) * 1e-9;
     note_ring(g->m, count * info->extent, secs);
@@ -514,7 +516,7 @@ int sampi_selective_partial(void *buf, size_t count, MPI_Datatype datatype, MPI_
         goto out;
     }
     rc = comm_ready(comm, &c);
-    if (rc || c->broken) {
+    if (rc || c->revoked) {
         declare_dead(rc ? "cannot be used: the data path did not open"
                         : "cannot be used: an earlier group failed");
         rc = exact_call(buf, count, datatype, info.elem, comm, scale, res);

@@ -34,6 +34,7 @@ struct sampi_stats {
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
     _Atomic uint64_t errors;
+    _Atomic uint64_t revocations; /* communicators SAMPI gave up on (revoke.h) */
     /* Arrival of the ranks, as the data path observes it: see
      * sampi_stats_note_arrival. */
     _Atomic uint64_t arrival_samples;     /* calls with an observation */

@@ -8,12 +8,15 @@
  */
 #include "tracker.h"
 #include "comm.h"
+#include "revoke.h"
+#include "wait.h"
 #include "sampi_internal.h"
 #include "select.h"
 #include "stragglar_schedule.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,26 +121,31 @@ static void learn_rounds(struct sampi_tracker *t, int n)
 #define PROBE_REPS 3
 
 static int probe_shift(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes, int to,
-                       int from, double *out)
+                       int from, double *out, struct sampi_waiter *w)
 {
     /* The receiver starts its clock when it tells the sender to go, and the
      * sender sends only then: a rank that enters the probe late would
-     * otherwise find the data already buffered and time nothing. */
+     * otherwise find the data already buffered and time nothing.  The two
+     * messages have kinds of their own, so neither can match the other, nor
+     * an algorithm's data. */
     enum { DATA_IN, GO_IN, GO_OUT, DATA_OUT, NREQ };
     struct sampi_netdev *nd = c->nd;
     uint64_t seq = c->seq++;
-    uint64_t data_tag = sampi_netdev_tag(seq, 0, 0), go_tag = sampi_netdev_tag(seq, 0, 1);
+    uint64_t data_tag = sampi_netdev_tag_kind(SAMPI_TAG_PROBE_DATA, seq, 0, 0),
+             go_tag = sampi_netdev_tag_kind(SAMPI_TAG_PROBE_GO, seq, 0, 0);
     sampi_netdev_req_t reqs[NREQ];
     sampi_netdev_req_t *ptrs[NREQ] = {&reqs[0], &reqs[1], &reqs[2], &reqs[3]};
-    char go_out = 1, go_in = 0;
+    char go_out = 1;
     int posted = 0, rc;
     memset(reqs, 0, sizeof(reqs));
-    int64_t deadline = sampi_now_ns() + sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS) * 1000000LL;
     *out = -1;
+    /* the go-ahead lands in the probe buffer's spare byte, which outlives
+     * this frame: a cancelled receive cannot complete into a dead stack */
+    char *go_in = t->probe_buf + 2 * bytes;
     if ((rc = nd->ops->irecv(nd, t->probe_buf + bytes, bytes, from, data_tag, &reqs[DATA_IN])))
         goto fail;
     posted = 1;
-    if ((rc = nd->ops->irecv(nd, &go_in, 1, to, go_tag, &reqs[GO_IN])))
+    if ((rc = nd->ops->irecv(nd, go_in, 1, to, go_tag, &reqs[GO_IN])))
         goto fail;
     posted = 2;
     int64_t start = sampi_now_ns();
@@ -145,8 +153,23 @@ static int probe_shift(struct sampi_comm *c, struct sampi_tracker *t, size_t byt
         goto fail;
     posted = 3;
     while (!(reqs[DATA_IN].done && posted == NREQ && reqs[DATA_OUT].done && reqs[GO_OUT].done)) {
-        if ((rc = nd->ops->wait(nd, ptrs, posted, deadline)))
+        int before = 0, after = 0;
+        for (int i = 0; i < posted; i++)
+            before += reqs[i].done;
+        rc = nd->ops->wait(nd, ptrs, posted, sampi_waiter_slice_end(w));
+        if (rc == -ETIMEDOUT) {
+            char whom[64];
+            snprintf(whom, sizeof(whom), "rank %d or rank %d", from, to);
+            if ((rc = sampi_waiter_idle(w, whom)))
+                goto fail;
+            continue;
+        }
+        if (rc)
             goto fail;
+        for (int i = 0; i < posted; i++)
+            after += reqs[i].done;
+        if (after > before)
+            sampi_waiter_progress(w);
         if (reqs[DATA_IN].done && *out < 0)
             *out = (double)(sampi_now_ns() - start);
         if (reqs[GO_IN].done && posted < NREQ) {
@@ -166,11 +189,12 @@ fail:
     return rc;
 }
 
-static int probe_once(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes, double out[2])
+static int probe_once(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes, double out[2],
+                      struct sampi_waiter *w)
 {
     int left = (c->rank - 1 + c->size) % c->size, right = (c->rank + 1) % c->size;
-    int rc = probe_shift(c, t, bytes, right, left, &out[0]);
-    return rc ? rc : probe_shift(c, t, bytes, left, right, &out[1]);
+    int rc = probe_shift(c, t, bytes, right, left, &out[0], w);
+    return rc ? rc : probe_shift(c, t, bytes, left, right, &out[1], w);
 }
 
 static int probe(struct sampi_comm *c, struct sampi_tracker *t, double out[2])
@@ -179,24 +203,24 @@ static int probe(struct sampi_comm *c, struct sampi_tracker *t, double out[2])
     size_t bytes = (size_t)sampi_cvar_int(SAMPI_CVAR_OPTCC_PROBE_BYTES);
     if (!t->probe_buf || t->probe_bytes != bytes) {
         free(t->probe_buf);
-        t->probe_buf = calloc(2, bytes);
+        t->probe_buf = calloc(2 * bytes + 1, 1); /* send, receive, go-ahead */
         t->probe_bytes = t->probe_buf ? bytes : 0;
     }
     int rc = sampi_comm_open_netdev(c); /* collective, same answer everywhere */
     if (rc)
         return rc;
     if (!t->probe_buf)
-        return -ENOMEM; /* after the open: the others still probe, and time out */
+        return -ENOMEM; /* the caller revokes: the others are told */
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "a link probe");
     for (int rep = 0; rep < PROBE_REPS && !rc; rep++) {
         double once[2];
-        rc = probe_once(c, t, bytes, once);
+        rc = probe_once(c, t, bytes, once, &w);
         for (int i = 0; i < 2 && !rc; i++)
             out[i] = out[i] < 0 || once[i] < out[i] ? once[i] : out[i];
     }
-    if (rc) {
-        c->broken = 1; /* messages may be in flight */
+    if (rc)
         out[0] = out[1] = -1;
-    }
     return rc;
 }
 
@@ -237,8 +261,11 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     double *all = t ? t->dur : c->size <= SPARE_RANKS ? spare : NULL;
     if (!all)
         return -ENOMEM;
-    if (PMPI_Allgather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, c->comm) != MPI_SUCCESS)
-        return -EIO;
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the tracking exchange");
+    int xrc = sampi_waiter_allgather(&w, &mine, 1, MPI_DOUBLE, all, c->ctl);
+    if (xrc)
+        return xrc;
     if (!t)
         return -ENOMEM;
     t->tracked++;
@@ -266,16 +293,13 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
                       t->beta.ns_per_byte);
     }
     if (want_probe(t)) {
-        int prc;
         double times[2];
-        prc = probe(c, t, times);
+        int prc = probe(c, t, times);
         if (prc)
-            sampi_log_warn("link probe on a communicator of size %d failed (%s): its data path "
-                           "is no longer used",
-                           c->size, prc == -ETIMEDOUT ? "timeout" : "data path error");
-        if (PMPI_Allgather(times, 2, MPI_DOUBLE, t->probe_times, 2, MPI_DOUBLE, c->comm) !=
-            MPI_SUCCESS)
-            return -EIO;
+            return prc; /* the caller revokes: the others are told */
+        sampi_comm_waiter(c, &w, "the link probe's exchange");
+        if ((xrc = sampi_waiter_allgather(&w, times, 2, MPI_DOUBLE, t->probe_times, c->ctl)))
+            return xrc;
         /* the allgather interleaves (left, right) per rank; the detector
          * takes them apart */
         double *left = t->probe_times + 2 * c->size, *right = left + c->size;
@@ -299,7 +323,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
                       c->size, t->det.rank, t->det.slowdown);
     }
     publish(c, t, bytes);
-    return 0; /* a failed probe was reported; the call's own result stands */
+    return 0;
 }
 
 int sampi_tracker_straggler(const struct sampi_comm *c)

@@ -7,8 +7,9 @@
  * clock (one double each), and now and then run a short link probe
  * (detect.h).  The decisions for call k+1 are taken from what every rank
  * holds after call k, so all ranks agree without synchronised clocks
- * (DESIGN rule 1).  The exchange is done even when the call failed on this
- * rank (it then reports no duration), so that no rank is left waiting in it.
+ * (DESIGN rule 1).  The exchanges run on the communicator's private
+ * duplicate and wait through its waiter (wait.h); a call that failed skips
+ * them, since the failure revokes the communicator and tells the others.
  */
 #ifndef SAMPI_TRACKER_H
 #define SAMPI_TRACKER_H
@@ -47,9 +48,9 @@ struct sampi_tracker {
  * entry time and the prediction in force.  Call after any injected delay. */
 int sampi_tracker_begin(struct sampi_comm *c, size_t bytes);
 
-/* After a tracked call ran `algo` with result rc (0 or negative errno):
- * exchange the durations, update the predictions, maybe probe.  Collective.
- * 0, or a negative errno when the exchange itself failed. */
+/* After a tracked call ran `algo` successfully: exchange the durations,
+ * update the predictions, maybe probe.  Collective.  0, or a negative errno
+ * when an exchange failed (the caller then revokes the communicator). */
 int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, int rc);
 
 /* The straggler predicted for the next call, or -1. */

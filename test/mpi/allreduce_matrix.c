@@ -218,6 +218,7 @@ struct tcase {
     uint64_t seed;
     unsigned char *pristine, *send, *recv, *ref;
     long double *bound;
+    struct mt_batch batch; /* the cases of one count, closed together */
 };
 
 static uint64_t mix64(uint64_t x)
@@ -494,7 +495,7 @@ static void run_one(struct ctx *x, struct tcase *k, const char *alg, int inplace
     if (!guard_intact(k->recv + bytes, GUARD_ELEMS * t->extent))
         mt_fail(&x->st, "%s: wrote past the end of the receive buffer", what);
     check_values(x, k, what);
-    mt_close_case(&x->st, k->c->comm, result_hash(k, k->recv), what);
+    mt_batch_add(&x->st, &k->batch, k->c->comm, result_hash(k, k->recv), what);
 }
 
 static void run_count(struct ctx *x, struct tcase *k)
@@ -518,6 +519,7 @@ static void run_count(struct ctx *x, struct tcase *k)
     for (size_t a = 0; a < NALGOS; a++)
         for (int inplace = 0; inplace < 2; inplace++)
             run_one(x, k, algos[a], inplace);
+    mt_batch_close(&x->st, &k->batch, k->c->comm); /* one agreement per count */
 }
 
 static int is_big_pair(const struct ttype *t, const struct top *o)

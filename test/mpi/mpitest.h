@@ -112,6 +112,66 @@ static inline int mt_close_case(struct mt_state *st, MPI_Comm comm, uint64_t has
     return ok;
 }
 
+/*
+ * The same for up to MT_BATCH_MAX cases at once, closed with one
+ * PMPI_Allreduce: a loop that runs many short cases on one communicator
+ * pays one agreement per batch instead of one per case (on a loaded,
+ * oversubscribed machine every collective costs scheduler time slices).
+ * mt_batch_add records the current case (this rank's verdict and result
+ * hash); mt_batch_close agrees on all of them and counts them as
+ * mt_close_case would.
+ */
+#define MT_BATCH_MAX 16
+
+struct mt_batch {
+    int n;
+    uint64_t hash[MT_BATCH_MAX];
+    int bad[MT_BATCH_MAX];
+    char what[MT_BATCH_MAX][320];
+};
+
+static inline void mt_batch_close(struct mt_state *st, struct mt_batch *b, MPI_Comm comm);
+
+static inline void mt_batch_add(struct mt_state *st, struct mt_batch *b, MPI_Comm comm,
+                                uint64_t hash, const char *what)
+{
+    if (b->n == MT_BATCH_MAX)
+        mt_batch_close(st, b, comm);
+    b->hash[b->n] = hash;
+    b->bad[b->n] = st->local_bad;
+    snprintf(b->what[b->n], sizeof b->what[b->n], "%s", what);
+    b->n++;
+    st->local_bad = 0;
+}
+
+static inline void mt_batch_close(struct mt_state *st, struct mt_batch *b, MPI_Comm comm)
+{
+    uint64_t in[3 * MT_BATCH_MAX], out[3 * MT_BATCH_MAX];
+    int crank;
+    for (int i = 0; i < b->n; i++) {
+        in[3 * i] = b->hash[i];
+        in[3 * i + 1] = ~b->hash[i];
+        in[3 * i + 2] = (uint64_t)b->bad[i];
+    }
+    if (b->n)
+        PMPI_Allreduce(in, out, 3 * b->n, MPI_UINT64_T, MPI_MAX, comm);
+    PMPI_Comm_rank(comm, &crank);
+    for (int i = 0; i < b->n; i++) {
+        int identical = out[3 * i] == ~out[3 * i + 1];
+        if (!identical && crank == 0) {
+            mt_fail(st, "%s: result differs between ranks (hash min %016llx max %016llx)",
+                    b->what[i], (unsigned long long)~out[3 * i + 1],
+                    (unsigned long long)out[3 * i]);
+            st->local_bad = 0;
+        }
+        if (crank == 0) {
+            st->cases++;
+            st->failed += !(identical && out[3 * i + 2] == 0);
+        }
+    }
+    b->n = 0;
+}
+
 /* Totals over MPI_COMM_WORLD for the summary line, on every rank: each
  * rank's exit code comes from them (an allreduce, not a reduce to rank 0,
  * whose result would be valid on the root only).  A failure a rank recorded

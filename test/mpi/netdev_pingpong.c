@@ -160,7 +160,7 @@ static int open_backend(const char *spec, MPI_Comm comm, struct sampi_netdev **n
     *ops = sampi_netdev_find(name);
     if (!*ops)
         return -ENOENT;
-    return (*ops)->open(comm, nd);
+    return (*ops)->open(comm, NULL, nd);
 }
 
 /* ------------------------------------------------------------------ ring */
@@ -425,7 +425,7 @@ static void *thread_main(void *p)
              a->spec);
     /* The provider was set by the main thread before the threads started. */
     ops = sampi_netdev_find(name);
-    int rc = ops ? ops->open(a->comm, &nd) : -ENOENT;
+    int rc = ops ? ops->open(a->comm, NULL, &nd) : -ENOENT;
     if (rc || !nd) {
         fail(&a->c, "open on a duplicate communicator: %s", strerror(rc ? -rc : EIO));
         return NULL;

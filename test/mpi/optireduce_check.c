@@ -77,7 +77,8 @@ static uint64_t counter(MPI_Comm comm, enum sampi_opti_counter k)
 
 static uint64_t lost_bytes(void)
 {
-    return counter(MPI_COMM_WORLD, SAMPI_OPTI_C_LOST1) + counter(MPI_COMM_WORLD, SAMPI_OPTI_C_LOST2);
+    return counter(MPI_COMM_WORLD, SAMPI_OPTI_C_LOST1) +
+           counter(MPI_COMM_WORLD, SAMPI_OPTI_C_LOST2);
 }
 
 /* The bound on a call's relative L2 error given what every rank reported
@@ -110,10 +111,12 @@ static void run_exact(struct mt_state *mt, int size, double scale, int bounded)
             double e = rel_err(out, n, size, scale), q = 0;
             double bound = bounded ? loss_bound(before, n, size, &q) : 1e-5;
             if (rc != MPI_SUCCESS || !(e <= bound))
-                mt_fail(mt, "count %zu inplace %d: rc %d, relative L2 error %.3g above %.3g (%.3g%% "
+                mt_fail(mt,
+                        "count %zu inplace %d: rc %d, relative L2 error %.3g above %.3g (%.3g%% "
                         "reported lost)",
                         n, inplace, rc, e, bound, 100 * q);
-            mt_close_case(mt, MPI_COMM_WORLD, 0, bounded ? "error within the reported loss" : "exact");
+            mt_close_case(mt, MPI_COMM_WORLD, 0,
+                          bounded ? "error within the reported loss" : "exact");
             free(in);
             free(out);
         }
@@ -172,7 +175,8 @@ static void run_loss(struct mt_state *mt, int size, double p, int same)
         double bound = loss_bound(before, n, size, &q);
         worst = e > worst ? e : worst;
         if (rc != MPI_SUCCESS || !(e <= bound))
-            mt_fail(mt, "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
+            mt_fail(mt,
+                    "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
                     it, rc, e, bound, 100 * q);
         mt_close_case(mt, MPI_COMM_WORLD, same ? mt_hash(MT_HASH_SEED, out, n * 4) : 0,
                       same ? "identical under loss" : "error bound");
@@ -222,7 +226,8 @@ static void run_late(struct mt_state *mt, int size, double p)
         double e = rel_err(out, n, size, 1.0), q = 0;
         double bound = loss_bound(before, n, size, &q);
         if (rc != MPI_SUCCESS || !(e <= bound))
-            mt_fail(mt, "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
+            mt_fail(mt,
+                    "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
                     it, rc, e, bound, 100 * q);
         mt_close_case(mt, MPI_COMM_WORLD, 0, "error bound under delay");
     }

@@ -1,0 +1,120 @@
+/*
+ * argcheck.c - sampi_check_args (argcheck.h).
+ *
+ * Example, 3 ranks, rank 0 passes count 1000 and the others 1001: the
+ * vector is (count, -count, ...); MAX gives (1001, -1000, ...), and
+ * 1001 != 1000 on every rank, so every rank returns MPI_ERR_COUNT.
+ */
+#include "argcheck.h"
+#include "comm.h"
+#include "revoke.h"
+#include "sampi_internal.h"
+#include "wait.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The errno each field's mismatch becomes; sampi_errno_to_mpi maps them to
+ * the MPI error class Open MPI uses for the same kind of argument. */
+static const struct {
+    int err;
+    const char *what;
+} fields[SAMPI_ARGCHECK__COUNT] = {
+    [SAMPI_ARGCHECK_COUNT] = {SAMPI_EMISMATCH_COUNT, "count"},
+    [SAMPI_ARGCHECK_DATATYPE] = {SAMPI_EMISMATCH_TYPE, "datatype"},
+    [SAMPI_ARGCHECK_OP] = {SAMPI_EMISMATCH_OP, "op"},
+    [SAMPI_ARGCHECK_ALGORITHM] = {SAMPI_EMISMATCH_PATTERN, "algorithm"},
+    [SAMPI_ARGCHECK_SETTINGS] = {SAMPI_EMISMATCH_PATTERN, "settings"},
+};
+
+int sampi_argcheck_judge(const long long *out)
+{
+    for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++)
+        if (out[2 * f] != -out[2 * f + 1])
+            return -fields[f].err;
+    return 0;
+}
+
+const char *sampi_argcheck_what(int err)
+{
+    for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++)
+        if (fields[f].err == -err)
+            return fields[f].what;
+    return "arguments";
+}
+
+int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
+                        enum sampi_algo_id algo)
+{
+    struct sampi_argcheck *k = &c->check;
+    k->posted = k->judged = 0;
+    k->verdict = 0;
+    if (!sampi_cvar_int(SAMPI_CVAR_CHECK_ARGS))
+        return 0;
+    long long v[SAMPI_ARGCHECK__COUNT] = {
+        [SAMPI_ARGCHECK_COUNT] = (long long)a->count,
+        [SAMPI_ARGCHECK_DATATYPE] = (long long)a->dt.elem * 65536 + (long long)a->dt.extent,
+        [SAMPI_ARGCHECK_OP] = a->op,
+        [SAMPI_ARGCHECK_ALGORITHM] = algo,
+        [SAMPI_ARGCHECK_SETTINGS] = (long long)sampi_comm_pattern_hash(c),
+    };
+    if (!k->bufs && !(k->bufs = malloc(sizeof(*k->bufs))))
+        return -ENOMEM;
+    for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++) {
+        k->bufs->in[2 * f] = v[f];
+        k->bufs->in[2 * f + 1] = -v[f];
+    }
+    if (PMPI_Iallreduce(k->bufs->in, k->bufs->out, 2 * SAMPI_ARGCHECK__COUNT, MPI_LONG_LONG,
+                        MPI_MAX, c->ctl, &k->req) != MPI_SUCCESS)
+        return -EIO;
+    k->posted = 1;
+    return 0;
+}
+
+static void judge(struct sampi_argcheck *k)
+{
+    k->judged = 1;
+    k->verdict = sampi_argcheck_judge(k->bufs->out);
+
+}
+
+int sampi_argcheck_poll(struct sampi_comm *c)
+{
+    struct sampi_argcheck *k = &c->check;
+    if (!k->posted)
+        return 0;
+    if (!k->judged) {
+        int flag = 0;
+        if (PMPI_Test(&k->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -EIO;
+        if (!flag)
+            return 0;
+        judge(k);
+    }
+    return k->verdict;
+}
+
+int sampi_argcheck_finish(struct sampi_comm *c)
+{
+    struct sampi_argcheck *k = &c->check;
+    if (!k->posted)
+        return 0;
+    if (!k->judged) {
+        struct sampi_waiter w;
+        sampi_comm_waiter(c, &w, "the argument check");
+        int rc = sampi_waiter_mpi(&w, &k->req, 1, NULL);
+        if (rc)
+            return rc;
+        judge(k);
+    }
+    k->posted = 0;
+    return k->verdict;
+}
+
+void sampi_argcheck_release(struct sampi_argcheck *k)
+{
+    if (k->req == MPI_REQUEST_NULL)
+        free(k->bufs);
+    k->bufs = NULL;
+}

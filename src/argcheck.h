@@ -1,0 +1,77 @@
+/*
+ * argcheck.h - sampi_check_args: the ranks compare what each passed to a
+ * call (count, datatype, op) and what each chose to run (algorithm and the
+ * settings that shape its messages), so that a mismatch gives every rank
+ * the same error instead of a hang or wrong data on some ranks.
+ *
+ * One MPI_Iallreduce of (v, -v) pairs under MAX on the communicator's private
+ * duplicate per call SAMPI runs itself: a field differs somewhere exactly
+ * when max(v) != -max(-v), and every rank sees the same reduced vector, so
+ * every rank names the same field.  The check is posted when the call starts
+ * and runs beside the data exchange (a straggler-aware algorithm must not
+ * wait for the straggler before it starts); a data exchange that a mismatch
+ * blocks ends when the check completes (the waiter's poll looks at it), and
+ * the call's outcome waits for the check.  Cost: a few microseconds of a
+ * small nonblocking allreduce, overlapped with the call.
+ *
+ * Calls SAMPI leaves to PMPI_Allreduce are not checked (Open MPI does not
+ * check them either).
+ */
+#ifndef SAMPI_ARGCHECK_H
+#define SAMPI_ARGCHECK_H
+
+#include "algos.h"
+
+#include <mpi.h>
+
+enum sampi_argcheck_field {
+    SAMPI_ARGCHECK_COUNT,
+    SAMPI_ARGCHECK_DATATYPE,
+    SAMPI_ARGCHECK_OP,
+    SAMPI_ARGCHECK_ALGORITHM,
+    SAMPI_ARGCHECK_SETTINGS,
+    SAMPI_ARGCHECK__COUNT
+};
+
+struct sampi_argcheck_bufs {
+    long long in[2 * SAMPI_ARGCHECK__COUNT], out[2 * SAMPI_ARGCHECK__COUNT];
+};
+
+struct sampi_argcheck {
+    MPI_Request req; /* MPI_REQUEST_NULL: none in flight */
+    int posted;      /* a check of the current call was posted */
+    int judged;      /* ... and its result was read (verdict below) */
+    int verdict;     /* 0, or the negative errno of the first field that differs */
+    /* on the heap, apart from the state: a check still in flight when the
+     * communicator is freed (a revoked one) completes into it later */
+    struct sampi_argcheck_bufs *bufs;
+};
+
+struct sampi_comm;
+
+/* Post the check of call `a` running `algo` on c (when sampi_check_args is
+ * set).  0 or -EIO. */
+int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
+                        enum sampi_algo_id algo);
+
+/* Non-blocking: 0 while the check is pending or passed, or the mismatch
+ * errno once it completed and found one. */
+int sampi_argcheck_poll(struct sampi_comm *c);
+
+/* At the end of the call: wait for the check (through c's waiter) and
+ * return 0, the mismatch errno, or the wait's error.  No-op when none was
+ * posted. */
+int sampi_argcheck_finish(struct sampi_comm *c);
+
+/* The state is being freed: release the buffers, or let them go to a check
+ * still in flight. */
+void sampi_argcheck_release(struct sampi_argcheck *k);
+
+/* The field a mismatch errno names ("count"), for messages. */
+const char *sampi_argcheck_what(int err);
+
+/* Pure: judge a reduced vector of (v, -v) pairs (for tests).  0, or the
+ * errno of the first field that differs. */
+int sampi_argcheck_judge(const long long *out);
+
+#endif

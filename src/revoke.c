@@ -1,0 +1,173 @@
+/*
+ * revoke.c - revocation of a communicator's SAMPI state (revoke.h).
+ *
+ * Example, 4 ranks, sampi_timeout_ms = 5000, rank 3 stuck in its own work at
+ * call 17: ranks 0-2 hear nothing from it for 5 s, give up, each send the
+ * other three a notice {cause ETIMEDOUT, rank, call 17} and return the
+ * revoked error.  When rank 3 enters call 17 an hour later, its first look
+ * at the notice receive finds rank 0's (or 1's, or 2's) notice and it
+ * returns the same error without sending a byte; so do everybody's later
+ * calls on that communicator.
+ */
+#include "revoke.h"
+#include "argcheck.h"
+#include "comm.h"
+#include "sampi_internal.h"
+#include "wait.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A notice names the communicator by its agreed id: Open MPI reuses a freed
+ * communicator's context id, and a notice still in flight when its
+ * communicator was freed is then delivered to the next communicator with
+ * that id (seen here); it must not revoke that one. */
+enum { NOTICE_CAUSE, NOTICE_RANK, NOTICE_CALL, NOTICE_ID_LO, NOTICE_ID_HI, NOTICE_WORDS };
+
+static int revoked_code = MPI_ERR_OTHER;
+static pthread_once_t code_once = PTHREAD_ONCE_INIT;
+
+static void register_code(void)
+{
+    int code;
+    if (PMPI_Add_error_code(MPI_ERR_OTHER, &code) != MPI_SUCCESS)
+        return;
+    /* Open MPI keeps its own copy of the string */
+    char text[] = "SAMPI revoked its state on this communicator (a peer did not answer "
+                  "within sampi_timeout_ms, a data path failed, or the ranks passed "
+                  "different arguments): free it and use a new communicator";
+    PMPI_Add_error_string(code, text);
+    revoked_code = code;
+}
+
+int sampi_revoked_code(void)
+{
+    pthread_once(&code_once, register_code);
+    return revoked_code;
+}
+
+void sampi_comm_describe(struct sampi_comm *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "communicator %llu (%d ranks), call %llu",
+             (unsigned long long)sampi_comm_label(c), c->size, (unsigned long long)c->calls);
+}
+
+static const char *cause_text(int why, char *buf, size_t len)
+{
+    if (why == -ETIMEDOUT)
+        snprintf(buf, len, "no progress within sampi_timeout_ms=%lld ms",
+                 sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS));
+    else if (sampi_errno_is_mismatch(why))
+        snprintf(buf, len, "the ranks passed different %s", sampi_argcheck_what(why));
+    else
+        snprintf(buf, len, "a data path error (%s)", strerror(-why));
+    return buf;
+}
+
+static void mark(struct sampi_comm *c, int why, const char *how)
+{
+    c->revoked = why ? why : -SAMPI_EREVOKED;
+    sampi_stat_add(&c->stats.errors, 1);
+    sampi_stat_add(&sampi_process_stats.errors, 1);
+    sampi_stat_add(&sampi_process_stats.revocations, 1);
+    char where[160];
+    sampi_comm_describe(c, where, sizeof(where));
+    sampi_log_warn("%s: %s; every later MPI_Allreduce on it returns MPI_ERR_OTHER at once "
+                   "(free it and use a new communicator, for example MPI_Comm_dup of "
+                   "MPI_COMM_WORLD, to go on)",
+                   where, how);
+}
+
+void sampi_revoke(struct sampi_comm *c, int why, const char *what)
+{
+    if (c->revoked)
+        return;
+    char cause[160], how[320];
+    snprintf(how, sizeof(how), "SAMPI gave up on it in %s: %s", what ? what : "a call",
+             cause_text(why, cause, sizeof(cause)));
+    mark(c, why, how);
+    if (c->ctl == MPI_COMM_NULL)
+        return; /* before the join: nobody is listening yet (join.c tells them) */
+    int notice[NOTICE_WORDS] = {[NOTICE_CAUSE] = -why,
+                                [NOTICE_RANK] = c->rank,
+                                [NOTICE_CALL] = (int)(c->calls & 0x7fffffff),
+                                [NOTICE_ID_LO] = (int)(uint32_t)c->id,
+                                [NOTICE_ID_HI] = (int)(uint32_t)(c->id >> 32)};
+    /* small enough to go eagerly: each send completes locally and is let go,
+     * whatever the peer is doing */
+    for (int r = 0; r < c->size; r++) {
+        MPI_Request req;
+        if (r != c->rank && PMPI_Isend(notice, NOTICE_WORDS, MPI_INT, r, SAMPI_REVOKE_TAG, c->ctl,
+                                       &req) == MPI_SUCCESS)
+            PMPI_Request_free(&req);
+    }
+}
+
+int sampi_revoke_arm(struct sampi_comm *c)
+{
+    return PMPI_Irecv(c->revoke_msg, NOTICE_WORDS, MPI_INT, MPI_ANY_SOURCE, SAMPI_REVOKE_TAG,
+                      c->ctl, &c->revoke_rx) == MPI_SUCCESS
+               ? 0
+               : -EIO;
+}
+
+int sampi_revoke_poll(struct sampi_comm *c)
+{
+    if (c->revoked)
+        return c->revoked;
+    /* a mismatch found by the argument check comes first: every rank sees
+     * the same verdict, whatever notice reaches it first */
+    int rc = sampi_argcheck_poll(c);
+    if (rc) {
+        sampi_revoke(c, rc, "the argument check");
+        return c->revoked;
+    }
+    if (c->revoke_rx == MPI_REQUEST_NULL)
+        return 0;
+    for (;;) {
+        int flag = 0;
+        if (PMPI_Test(&c->revoke_rx, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag)
+            return 0;
+        uint64_t id = (uint64_t)(uint32_t)c->revoke_msg[NOTICE_ID_LO] |
+                      (uint64_t)(uint32_t)c->revoke_msg[NOTICE_ID_HI] << 32;
+        if (id == c->id)
+            break;
+        /* another (freed) communicator's notice: not ours */
+        if (sampi_revoke_arm(c))
+            return 0;
+    }
+    int why = -c->revoke_msg[NOTICE_CAUSE];
+    if (why >= 0)
+        why = -SAMPI_EREVOKED;
+    char cause[160], how[320];
+    snprintf(how, sizeof(how), "rank %d gave up on it at its call %d: %s",
+             c->revoke_msg[NOTICE_RANK], c->revoke_msg[NOTICE_CALL],
+             cause_text(why, cause, sizeof(cause)));
+    mark(c, why, how);
+    return c->revoked;
+}
+
+void sampi_revoke_disarm(struct sampi_comm *c)
+{
+    if (c->revoke_rx == MPI_REQUEST_NULL)
+        return;
+    PMPI_Cancel(&c->revoke_rx);
+    PMPI_Wait(&c->revoke_rx, MPI_STATUS_IGNORE);
+}
+
+static int poll_hook(void *owner)
+{
+    return sampi_revoke_poll(owner);
+}
+
+static void describe_hook(void *owner, char *buf, size_t len)
+{
+    sampi_comm_describe(owner, buf, len);
+}
+
+void sampi_comm_waiter(struct sampi_comm *c, struct sampi_waiter *w, const char *what)
+{
+    sampi_waiter_init(w, what, poll_hook, describe_hook, c);
+}

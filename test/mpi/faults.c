@@ -1,0 +1,328 @@
+/*
+ * faults.c - what SAMPI does when ranks are late, silent or disagree, run by
+ * faults.test.  Each case is one PASS/FAIL line agreed by every rank, and
+ * asserts the outcome on every rank (the error class each call returned, the
+ * result where it succeeded, that nothing was written past a buffer); the job
+ * itself must end, which the test's time limit checks.
+ *
+ *   straggler   a rank 4 stall-warning periods late: the warning is printed
+ *               (faults.test reads it), every rank's result is exact, no error;
+ *   silent      a joined communicator, a hard limit, rank X never calls: the
+ *               others' call returns MPI_ERR_OTHER after at least the limit;
+ *               their next call returns it at once (no data moved); X, whose
+ *               own limit is ten minutes, enters the call later and returns
+ *               it too, learning from the others' notices; a fresh
+ *               communicator then works on every rank;
+ *   first-call  the same where X misses the communicator's very first call;
+ *   tracked     the same for a tracked call (tracking switched on for it);
+ *   diverge     after a first call, rank 0 switches its algorithm (rhd) and
+ *               the others do not (ring): every rank returns the same error
+ *               class, nothing is written past the buffers (and the ASan build
+ *               runs this too); the next call returns the revoked error;
+ *   count       rank 0 passes N, the others N+1: every rank returns
+ *               MPI_ERR_COUNT, nothing is written past the buffers, and the
+ *               next call fails cleanly (the revoked error, at once);
+ *   bogus       sampi_comm_set_algorithm(comm, "bogus") returns MPI_ERR_ARG
+ *               (faults.test checks the one line listing the accepted names);
+ *   freed       sampi_comm_set_algorithm on a freed communicator returns
+ *               MPI_ERR_COMM instead of crashing.
+ *
+ * Usage: faults [CASE...] (default: all).  Timing enters only as lower bounds
+ * that cannot fail on a busy machine (a timed-out call waited at least the
+ * limit) and as "at once" checks with a margin of seconds for calls that move
+ * no data.
+ */
+#include "mpitest.h"
+#include "sampi.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#define N        65536 /* doubles: 512 KiB, below the default tracking size */
+#define GUARD    64
+#define LIMIT_MS 2000
+#define LONG_MS  600000
+
+static struct mt_state st;
+static int rank, size;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Write a numeric control variable through MPI_T on this rank only, in the
+ * datatype the variable declares (MPI_INT or MPI_UNSIGNED_LONG_LONG). */
+static int set_cvar(const char *name, long long value)
+{
+    int idx, n, rc, verbosity, bind, scope;
+    MPI_Datatype dt;
+    MPI_T_enum et;
+    MPI_T_cvar_handle h;
+    char nm[128], desc[8];
+    int nlen = sizeof(nm), dlen = sizeof(desc);
+    if ((rc = MPI_T_cvar_get_index(name, &idx)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_T_cvar_get_info(idx, nm, &nlen, &verbosity, &dt, &et, desc, &dlen, &bind,
+                                  &scope)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_T_cvar_handle_alloc(idx, NULL, &h, &n)) != MPI_SUCCESS)
+        return rc;
+    int i = (int)value;
+    unsigned long long u = (unsigned long long)value;
+    rc = MPI_T_cvar_write(h, dt == MPI_INT ? (const void *)&i : (const void *)&u);
+    MPI_T_cvar_handle_free(&h);
+    if (rc != MPI_SUCCESS)
+        mt_fail(&st, "cannot write %s", name);
+    return rc;
+}
+
+static void set_limit(int ms)
+{
+    set_cvar("sampi_timeout_ms", ms);
+}
+
+static MPI_Comm fresh_comm(const char *algorithm)
+{
+    MPI_Comm comm;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (algorithm)
+        sampi_comm_set_algorithm(comm, algorithm);
+    return comm;
+}
+
+static int class_of(int rc)
+{
+    int cls = rc;
+    if (rc != MPI_SUCCESS)
+        PMPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* One in-place sum of n doubles on comm (the buffer holds n + GUARD with a
+ * sentinel tail).  Returns the error class; on success checks the result;
+ * always checks the guard.  *ms: how long the call took. */
+static int call(MPI_Comm comm, int n, const char *what, double *ms)
+{
+    double *buf = mt_malloc((size_t)(n + GUARD) * sizeof(double));
+    int crank, csize;
+    PMPI_Comm_rank(comm, &crank);
+    PMPI_Comm_size(comm, &csize);
+    for (int i = 0; i < n; i++)
+        buf[i] = (double)(crank + 1) * (double)(i % 97 + 1);
+    for (int i = n; i < n + GUARD; i++)
+        buf[i] = -12345.0;
+    double t0 = now_ms();
+    int cls = class_of(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, comm));
+    if (ms)
+        *ms = now_ms() - t0;
+    double ranks = (double)csize * (csize + 1) / 2;
+    for (int i = 0; cls == MPI_SUCCESS && i < n; i++)
+        if (buf[i] != ranks * (double)(i % 97 + 1)) {
+            mt_fail(&st, "%s: element %d = %g, want %g", what, i, buf[i], ranks * (i % 97 + 1));
+            break;
+        }
+    for (int i = n; i < n + GUARD; i++)
+        if (buf[i] != -12345.0) {
+            mt_fail(&st, "%s: written past the buffer at element %d", what, i);
+            break;
+        }
+    free(buf);
+    return cls;
+}
+
+/* One PASS/FAIL line agreed by every rank, then a clean slate. */
+static void verdict(const char *name)
+{
+    mt_verdict(&st, name, !st.local_bad);
+    st.local_bad = 0;
+}
+
+static void expect_class(const char *what, int got, int want)
+{
+    if (got != want)
+        mt_fail(&st, "%s: error class %d, want %d", what, got, want);
+}
+
+/* The fresh-communicator part of every failure case: a new communicator
+ * works on every rank, exactly. */
+static void fresh_works(const char *label)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    char what[96];
+    snprintf(what, sizeof(what), "%s: a fresh communicator", label);
+    expect_class(what, call(comm, N, what, NULL), MPI_SUCCESS);
+    PMPI_Comm_free(&comm);
+}
+
+static void case_straggler(void)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    set_cvar("sampi_stall_warn_ms", 300);
+    expect_class("straggler: warm-up", call(comm, N, "straggler: warm-up", NULL), MPI_SUCCESS);
+    if (rank == size - 1)
+        sleep_ms(1500);
+    expect_class("straggler: late call", call(comm, N, "straggler: late call", NULL), MPI_SUCCESS);
+    set_cvar("sampi_stall_warn_ms", 120000);
+    PMPI_Comm_free(&comm);
+    verdict("straggler: 1.5 s late with a 0.3 s stall warning: exact, no error");
+}
+
+/* Rank `x` stays out of the next call on comm; the others must give up after
+ * the limit, then fail at once; x, with a ten-minute limit of its own,
+ * learns from them. */
+static void silent_rank(const char *label, MPI_Comm comm, int n, int x)
+{
+    char what[128];
+    double ms = 0;
+    set_limit(rank == x ? LONG_MS : LIMIT_MS);
+    int err = MPI_ERR_OTHER;
+    if (rank != x) {
+        snprintf(what, sizeof(what), "%s: the call rank %d misses", label, x);
+        expect_class(what, call(comm, n, what, &ms), err);
+        if (ms < 0.9 * LIMIT_MS)
+            mt_fail(&st, "%s: gave up after %.0f ms, before the %d ms limit", what, ms, LIMIT_MS);
+        snprintf(what, sizeof(what), "%s: the next call", label);
+        expect_class(what, call(comm, n, what, &ms), err);
+        if (ms > LIMIT_MS / 2)
+            mt_fail(&st, "%s: took %.0f ms: not at once", what, ms);
+    }
+    /* x arrives when the others have given up */
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (rank == x) {
+        snprintf(what, sizeof(what), "%s: the late rank's call", label);
+        expect_class(what, call(comm, n, what, &ms), err);
+        if (ms > LONG_MS / 2)
+            mt_fail(&st, "%s: took %.0f ms", what, ms);
+    }
+    set_limit(0);
+    MPI_Comm_free(&comm);
+    fresh_works(label);
+}
+
+static void case_silent(void)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    expect_class("silent: warm-up", call(comm, N, "silent: warm-up", NULL), MPI_SUCCESS);
+    silent_rank("silent", comm, N, size - 1);
+    verdict("silent: a rank that never arrives, limit 2 s: every rank MPI_ERR_OTHER");
+}
+
+static void case_first_call(void)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    silent_rank("first-call", comm, N, 0);
+    verdict("first-call: a rank that misses the first call: every rank MPI_ERR_OTHER");
+}
+
+static void case_tracked(void)
+{
+    if (size < 3) {
+        verdict("tracked: not run below 3 ranks (calls are tracked on 3 or more)");
+        return;
+    }
+    set_cvar("sampi_tracker_min_bytes", 65536);
+    MPI_Comm comm = fresh_comm("ring");
+    for (int i = 0; i < 4; i++)
+        expect_class("tracked: warm-up", call(comm, N, "tracked: warm-up", NULL), MPI_SUCCESS);
+    silent_rank("tracked", comm, N, 1);
+    set_cvar("sampi_tracker_min_bytes", 1 << 20);
+    verdict("tracked: a rank that misses a tracked call: every rank MPI_ERR_OTHER");
+}
+
+/* A mismatch the argument check finds: every rank returns `want`; the next
+ * call returns the revoked error (class MPI_ERR_OTHER) at once. */
+static void after_mismatch(const char *label, MPI_Comm comm)
+{
+    char what[96];
+    double ms = 0;
+    snprintf(what, sizeof(what), "%s: the next call", label);
+    expect_class(what, call(comm, N, what, &ms), MPI_ERR_OTHER);
+    if (ms > 60000)
+        mt_fail(&st, "%s: took %.0f ms: not at once", what, ms);
+    MPI_Comm_free(&comm);
+    fresh_works(label);
+}
+
+static void case_diverge(void)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    expect_class("diverge: warm-up", call(comm, N, "diverge: warm-up", NULL), MPI_SUCCESS);
+    if (rank == 0)
+        sampi_comm_set_algorithm(comm, "rhd");
+    expect_class("diverge: rank 0 on rhd, the others on ring",
+                 call(comm, N, "diverge: the diverging call", NULL), MPI_ERR_OTHER);
+    after_mismatch("diverge", comm);
+    verdict("diverge: ranks on different algorithms: every rank MPI_ERR_OTHER, no corruption");
+}
+
+static void case_count(void)
+{
+    MPI_Comm comm = fresh_comm("rhd");
+    expect_class("count: warm-up", call(comm, 1000, "count: warm-up", NULL), MPI_SUCCESS);
+    expect_class("count: rank 0 passes 1000, the others 1001",
+                 call(comm, rank == 0 ? 1000 : 1001, "count: the mismatched call", NULL),
+                 MPI_ERR_COUNT);
+    after_mismatch("count", comm);
+    verdict("count: mismatched counts: every rank MPI_ERR_COUNT, then a clean failure");
+}
+
+static void case_bogus(void)
+{
+    MPI_Comm comm = fresh_comm(NULL);
+    int cls = class_of(sampi_comm_set_algorithm(comm, "bogus"));
+    expect_class("bogus: sampi_comm_set_algorithm(\"bogus\")", cls, MPI_ERR_ARG);
+    PMPI_Comm_free(&comm);
+    verdict("bogus: an unknown algorithm name: MPI_ERR_ARG");
+}
+
+static void case_freed(void)
+{
+    MPI_Comm comm = fresh_comm(NULL), stale = comm;
+    MPI_Comm_free(&comm);
+    int cls = class_of(sampi_comm_set_algorithm(stale, "ring"));
+    expect_class("freed: sampi_comm_set_algorithm on a freed communicator", cls, MPI_ERR_COMM);
+    verdict("freed: a freed communicator: MPI_ERR_COMM, no crash");
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} cases[] = {
+    {"straggler", case_straggler}, {"silent", case_silent}, {"first-call", case_first_call},
+    {"tracked", case_tracked},     {"diverge", case_diverge}, {"count", case_count},
+    {"bogus", case_bogus},         {"freed", case_freed},
+};
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    mt_init(&st, "faults");
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int wanted = argc < 2;
+        for (int a = 1; a < argc; a++)
+            wanted |= strcmp(argv[a], cases[i].name) == 0;
+        if (wanted)
+            cases[i].run();
+    }
+    long ncases, failed;
+    mt_totals(&st, &ncases, &failed);
+    if (rank == 0)
+        printf("faults: np=%d, %ld cases, %ld failed\n", size, ncases, failed);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return mt_exit_code(failed);
+}
