@@ -53,6 +53,25 @@
  * rank waiting 2 s on 3000 receives nobody sent (the rest of them queued)
  * used 0.0% of a core over tcp and 1.7% over shm.
  *
+ * shm's receive queue is also where it keeps unexpected messages: each takes
+ * an entry, and while none is free shm stops reading its command queue,
+ * which all peers share, so a message for a posted receive can wait behind
+ * an unexpected one from another peer that will never get an entry.  A rank
+ * that hears from two peers at once (rhd, stragglar at np >= 3) then hangs:
+ * rhd np 4 with 1 KiB segments hung at 185,000 doubles (165,000 ran), and
+ * stragglar np 4 with 8 KiB segments at 2M doubles, before SAMPI counted
+ * anything and with a limit of 1024.
+ * Sends above 4 KiB stay at the sender, holding a send-queue entry, until a
+ * receive matches them, so SAMPI gives shm at most a quarter of each queue
+ * (256 sends, 256 receives): its own receives and two other peers' unmatched
+ * sends then fit.  rhd at np 3-8 and stragglar at np 4-8 with 8 KiB
+ * segments (up to 128 MB) ran; ring np 2 with 1 KiB segments (128 MB) took
+ * about 20% longer than with 1024, with 8 KiB no difference above noise.
+ * Sends of 4 KiB or less complete when posted and nothing bounds them: with
+ * segments that small, rhd and stragglar at np >= 3 can still hang over shm
+ * (rhd np 4, 1M doubles, 1 KiB segments).  tcp;ofi_rxm keeps unexpected
+ * messages apart and ran all of these at its full depth.
+ *
  * Why tcp looked slow, and what SAMPI sets (libfabric 1.17.0, loopback with
  * FI_TCP_IFACE=lo, a 2-core VM shared with other jobs; measured with
  * "fi_pingpong -p PROV -e rdm|msg -S SIZE -I ITERS" and with
@@ -497,9 +516,19 @@ static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *name
     nd->max_msg = nd->info->ep_attr->max_msg_size;
     /* The provider's advertised queue depths: past them shm refuses a
      * receive with -FI_ENOMEM and rxm answers -FI_EAGAIN (the notes at the
-     * top of this file); post() queues instead of asking. */
+     * top of this file); post() queues instead of asking.  shm's receive
+     * queue also holds the unexpected messages of every peer, and once it is
+     * full shm reads no message at all: SAMPI posts at most a quarter of it,
+     * and keeps at most a quarter of the send queue in flight (a send above
+     * 4 KiB is an unexpected message at its peer until matched), so that its
+     * receives and two other ranks' unmatched sends fit. */
     nd->depth[DIR_SEND] = nd->info->tx_attr->size ? nd->info->tx_attr->size : SIZE_MAX;
     nd->depth[DIR_RECV] = nd->info->rx_attr->size ? nd->info->rx_attr->size : SIZE_MAX;
+    if (strcmp(nd->info->fabric_attr->prov_name, "shm") == 0) {
+        for (int dir = 0; dir < DIR__COUNT; dir++)
+            if (nd->depth[dir] != SIZE_MAX && nd->depth[dir] >= 4)
+                nd->depth[dir] /= 4;
+    }
 
     st = ST_FABRIC;
     if ((rc = fi_fabric(nd->info->fabric_attr, &nd->fabric, NULL)))
