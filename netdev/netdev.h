@@ -17,6 +17,10 @@
  *  - Tags are 64-bit (see sampi_netdev_tag); a backend with fewer tag bits folds
  *    them, relying on the fact that collectives on one communicator never
  *    overlap in more than the low bits of the call sequence number.
+ *  - isend()/irecv() take any number of outstanding requests: a backend whose
+ *    transport has finite queues keeps the excess itself, in posting order
+ *    per direction (messages between two ranks match receives in posting
+ *    order), and hands it over from wait() as room frees.
  *  - wait() blocks or backs off; it never busy-spins a shared core dry unless
  *    the user asked for busy polling.
  *  - A receive is posted with its buffer's real size; a message of another
@@ -35,11 +39,12 @@ struct sampi_waiter;
 
 /* One outstanding send or receive.  The storage belongs to the caller; the
  * backend keeps its own per-request state in `impl` (an MPI_Request, or a
- * libfabric context) and sets `done` (and `status`) when it completes. */
+ * libfabric context and what ofi.c tracks beside it) and sets `done` (and
+ * `status`) when it completes. */
 typedef struct sampi_netdev_req {
     union {
         MPI_Request mpi;
-        void *ptr[8]; /* large enough for struct fi_context2 */
+        void *ptr[9]; /* a struct fi_context2 and one word more (ofi.c) */
     } impl;
     int done;
     int status; /* 0 or negative errno once done */

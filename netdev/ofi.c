@@ -38,6 +38,40 @@
  * both moved one 512 MiB message here (shm by process_vm_readv, rxm by
  * rendezvous); a provider that reports less gets -EMSGSIZE above its limit.
  *
+ * Queue depths (libfabric 1.17, checked with fi_info and by posting until
+ * refused): shm advertises tx_attr->size = rx_attr->size = 1024 and
+ * tcp;ofi_rxm 2048 each.  Past them shm refuses fi_trecv with -FI_ENOMEM
+ * (the 1025th receive) and fi_tsend with -FI_EAGAIN; rxm answers -FI_EAGAIN
+ * to both (its eager sends complete at once, so only rendezvous sends, or
+ * sends before anything completed, fill it).  An executor step posts all its
+ * segments at once, so before SAMPI counted them a step of more than 1024
+ * segments failed over shm (MPI_ERR_NO_MEM: np 2, 1 KiB segments, 262,144
+ * doubles ran, 270,336 failed), and one of more than 2048 hung over rxm (the
+ * refused receive was queued and every send queued behind it, on both
+ * ranks).  Now each direction counts what the provider holds, hands it no
+ * more than its depth, and queues the rest in posting order (post()).  A
+ * rank waiting 2 s on 3000 receives nobody sent (the rest of them queued)
+ * used 0.0% of a core over tcp and 1.7% over shm.
+ *
+ * shm's receive queue is also where it keeps unexpected messages: each takes
+ * an entry, and while none is free shm stops reading its command queue,
+ * which all peers share, so a message for a posted receive can wait behind
+ * an unexpected one from another peer that will never get an entry.  A rank
+ * that hears from two peers at once (rhd, stragglar at np >= 3) then hangs:
+ * rhd np 4 with 1 KiB segments hung at 185,000 doubles (165,000 ran), and
+ * stragglar np 4 with 8 KiB segments at 2M doubles, before SAMPI counted
+ * anything and with a limit of 1024.
+ * Sends above 4 KiB stay at the sender, holding a send-queue entry, until a
+ * receive matches them, so SAMPI gives shm at most a quarter of each queue
+ * (256 sends, 256 receives): its own receives and two other peers' unmatched
+ * sends then fit.  rhd at np 3-8 and stragglar at np 4-8 with 8 KiB
+ * segments (up to 128 MB) ran; ring np 2 with 1 KiB segments (128 MB) took
+ * about 20% longer than with 1024, with 8 KiB no difference above noise.
+ * Sends of 4 KiB or less complete when posted and nothing bounds them: with
+ * segments that small, rhd and stragglar at np >= 3 can still hang over shm
+ * (rhd np 4, 1M doubles, 1 KiB segments).  tcp;ofi_rxm keeps unexpected
+ * messages apart and ran all of these at its full depth.
+ *
  * Why tcp looked slow, and what SAMPI sets (libfabric 1.17.0, loopback with
  * FI_TCP_IFACE=lo, a 2-core VM shared with other jobs; measured with
  * "fi_pingpong -p PROV -e rdm|msg -S SIZE -I ITERS" and with
@@ -97,15 +131,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(sizeof(((sampi_netdev_req_t *)0)->impl) >= sizeof(struct fi_context2),
-               "sampi_netdev_req_t.impl must hold a struct fi_context2");
+/* Which of the provider's queues an operation occupies. */
+enum { DIR_SEND, DIR_RECV, DIR__COUNT };
+
+/* A request's impl area: the provider's struct fi_context2 first (its
+ * address is the op_context a completion carries), then, in the word after
+ * it, the queue the operation occupies, so that its completion frees room in
+ * the right one. */
+#define DIR_SLOT (sizeof(struct fi_context2) / sizeof(void *))
+_Static_assert(sizeof(struct fi_context2) % sizeof(void *) == 0 &&
+                   sizeof(((sampi_netdev_req_t *)0)->impl.ptr) >=
+                       sizeof(struct fi_context2) + sizeof(void *),
+               "sampi_netdev_req_t.impl must hold a struct fi_context2 and one word more");
+
+static void set_dir(sampi_netdev_req_t *r, int dir)
+{
+    r->impl.ptr[DIR_SLOT] = (void *)(uintptr_t)dir;
+}
+
+static int dir_of(const sampi_netdev_req_t *r)
+{
+    return (int)(uintptr_t)r->impl.ptr[DIR_SLOT];
+}
 
 #define OFI_API_VERSION FI_VERSION(1, 10)
 #define OFI_NAME_MAX    256 /* endpoint names: shm ~20 bytes, tcp 16 or 28 */
 #define OFI_CQ_BATCH    16
 
-/* An operation the provider refused with -FI_EAGAIN, kept in posting order
- * until it accepts it. */
+/* An operation not handed to the provider yet (see post()), kept in posting
+ * order among those of its direction. */
 struct deferred {
     struct deferred *next;
     sampi_netdev_req_t *req;
@@ -113,7 +167,12 @@ struct deferred {
     size_t len;
     uint64_t tag;
     int peer;
-    int is_send;
+};
+
+/* A cancelled operation the provider still holds (see ofi_cancel()). */
+struct orphan {
+    void *ctx;
+    int dir;
 };
 
 struct ofi_netdev {
@@ -131,10 +190,18 @@ struct ofi_netdev {
     /* Contexts of cancelled operations whose completion never came (a send
      * the provider could not cancel): their late completion is swallowed
      * instead of marking whatever request now lives at that address. */
-    void **orphans;
+    struct orphan *orphans;
     size_t n_orphans, cap_orphans;
-    /* Operations the provider could not take yet (see post()). */
-    struct deferred *deferred, **deferred_tail;
+    /* Per direction: operations handed to the provider whose completion has
+     * not been read, the most SAMPI hands it at once (see open_local()), and
+     * the operations waiting for room, in posting order (see post()). */
+    size_t outstanding[DIR__COUNT];
+    size_t depth[DIR__COUNT];
+    struct deferred *deferred[DIR__COUNT], **deferred_tail[DIR__COUNT];
+    /* The provider refused a queued operation with -FI_EAGAIN at the last
+     * try: what lets it through (a connection coming up) need not wake a CQ
+     * wait. */
+    int refused;
     char provider[SAMPI_CVAR_STRING_MAX];
     /* sampi_ofi_bind_base applied to this process: the address every socket
      * binds, "" when the provider chooses. */
@@ -225,17 +292,27 @@ static sampi_netdev_req_t *req_of(void *op_context)
     return (sampi_netdev_req_t *)((char *)op_context - offsetof(sampi_netdev_req_t, impl));
 }
 
+static void leave_provider(struct ofi_netdev *nd, int dir)
+{
+    if (dir >= 0 && dir < DIR__COUNT && nd->outstanding[dir] > 0)
+        nd->outstanding[dir]--;
+}
+
+/* A completion the provider reported: its operation no longer holds room in
+ * the provider's queue. */
 static void complete(struct ofi_netdev *nd, void *op_context, int status)
 {
     if (!op_context)
         return;
     for (size_t i = 0; i < nd->n_orphans; i++) {
-        if (nd->orphans[i] == op_context) {
+        if (nd->orphans[i].ctx == op_context) {
+            leave_provider(nd, nd->orphans[i].dir);
             nd->orphans[i] = nd->orphans[--nd->n_orphans];
             return;
         }
     }
     sampi_netdev_req_t *r = req_of(op_context);
+    leave_provider(nd, dir_of(r));
     r->status = status;
     r->done = 1;
 }
@@ -411,10 +488,12 @@ static void ofi_close(struct sampi_netdev *base)
     sampi_ofi_close_fid(nd->fabric ? &nd->fabric->fid : NULL);
     if (nd->info)
         fi_freeinfo(nd->info);
-    while (nd->deferred) {
-        struct deferred *d = nd->deferred;
-        nd->deferred = d->next;
-        free(d);
+    for (int dir = 0; dir < DIR__COUNT; dir++) {
+        while (nd->deferred[dir]) {
+            struct deferred *d = nd->deferred[dir];
+            nd->deferred[dir] = d->next;
+            free(d);
+        }
     }
     free(nd->peers);
     free(nd->orphans);
@@ -438,6 +517,21 @@ static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *name
     if (rc)
         goto fail;
     nd->max_msg = nd->info->ep_attr->max_msg_size;
+    /* The provider's advertised queue depths: past them shm refuses a
+     * receive with -FI_ENOMEM and rxm answers -FI_EAGAIN (the notes at the
+     * top of this file); post() queues instead of asking.  shm's receive
+     * queue also holds the unexpected messages of every peer, and once it is
+     * full shm reads no message at all: SAMPI posts at most a quarter of it,
+     * and keeps at most a quarter of the send queue in flight (a send above
+     * 4 KiB is an unexpected message at its peer until matched), so that its
+     * receives and two other ranks' unmatched sends fit. */
+    nd->depth[DIR_SEND] = nd->info->tx_attr->size ? nd->info->tx_attr->size : SIZE_MAX;
+    nd->depth[DIR_RECV] = nd->info->rx_attr->size ? nd->info->rx_attr->size : SIZE_MAX;
+    if (strcmp(nd->info->fabric_attr->prov_name, "shm") == 0) {
+        for (int dir = 0; dir < DIR__COUNT; dir++)
+            if (nd->depth[dir] != SIZE_MAX && nd->depth[dir] >= 4)
+                nd->depth[dir] /= 4;
+    }
 
     st = ST_FABRIC;
     if ((rc = fi_fabric(nd->info->fabric_attr, &nd->fabric, NULL)))
@@ -551,7 +645,8 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
         snprintf(provider, sizeof(provider), "%s", local && !base ? "shm" : "tcp;ofi_rxm");
     if (nd) {
         nd->base.ops = &sampi_netdev_ofi_ops;
-        nd->deferred_tail = &nd->deferred;
+        for (int dir = 0; dir < DIR__COUNT; dir++)
+            nd->deferred_tail[dir] = &nd->deferred[dir];
         nd->base.rank = rank;
         nd->base.size = size;
         nd->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
@@ -623,13 +718,14 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
     }
     free(names);
     sampi_log(SAMPI_LOG_SETUP,
-              "ofi netdev: provider %s (%s), bound to %s, %s waits, max message %zu bytes",
+              "ofi netdev: provider %s (%s), bound to %s, %s waits, max message %zu bytes, "
+              "at most %zu sends and %zu receives at the provider",
               nd->info->fabric_attr->prov_name, nd->info->domain_attr->name,
               nd->node[0] ? nd->node : "the provider's choice",
               nd->busy_poll  ? "busy-polling"
               : nd->blocking ? "blocking"
                              : "polling",
-              nd->max_msg);
+              nd->max_msg, nd->depth[DIR_SEND], nd->depth[DIR_RECV]);
     *out = &nd->base;
     return 0;
 fail:
@@ -639,47 +735,83 @@ fail:
     return rc;
 }
 
-static ssize_t issue(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int peer,
-                     uint64_t tag, sampi_netdev_req_t *req)
+/* Hand one operation to the provider.  0: it took it; 1: not now, keep it
+ * queued; a negative errno: refused for good.  Not now means that the
+ * provider already holds depth[dir] operations of this direction (see
+ * open_local()), or that it answered -FI_EAGAIN, or a resource error
+ * (-FI_ENOMEM, -FI_ENOSPC) while operations of this direction are
+ * outstanding, whose completions free room.  The same error with nothing of
+ * this direction outstanding cannot clear by waiting (shm: its receive queue
+ * is full of unexpected messages this receive does not match) and is the
+ * request's error. */
+static int try_issue(struct ofi_netdev *nd, int dir, void *buf, size_t len, int peer, uint64_t tag,
+                     sampi_netdev_req_t *req)
 {
-    if (is_send)
-        return fi_tsend(nd->ep, buf, len, NULL, nd->peers[peer], tag, &req->impl);
-    return fi_trecv(nd->ep, buf, len, NULL, nd->peers[peer], tag, 0, &req->impl);
+    if (nd->outstanding[dir] >= nd->depth[dir])
+        return 1;
+    set_dir(req, dir);
+    ssize_t rc = dir == DIR_SEND
+                     ? fi_tsend(nd->ep, buf, len, NULL, nd->peers[peer], tag, &req->impl)
+                     : fi_trecv(nd->ep, buf, len, NULL, nd->peers[peer], tag, 0, &req->impl);
+    if (rc == 0) {
+        nd->outstanding[dir]++;
+        return 0;
+    }
+    if (rc == -FI_EAGAIN) {
+        nd->refused = 1;
+        return 1;
+    }
+    if ((rc == -FI_ENOMEM || rc == -FI_ENOSPC) && nd->outstanding[dir] > 0)
+        return 1;
+    return sampi_ofi_neg_errno(rc);
 }
 
-/* Hand deferred operations to the provider, oldest first, until it refuses
- * one again.  An operation it rejects for good completes with the error.
+static int any_deferred(const struct ofi_netdev *nd)
+{
+    return nd->deferred[DIR_SEND] || nd->deferred[DIR_RECV];
+}
+
+/* Hand queued operations to the provider, oldest first in each direction,
+ * while it takes them.  One it refuses for good completes with the error.
  * Returns how many requests that completed. */
 static int flush_deferred(struct ofi_netdev *nd)
 {
     int failed = 0;
-    while (nd->deferred) {
-        struct deferred *d = nd->deferred;
-        ssize_t rc = issue(nd, d->is_send, d->buf, d->len, d->peer, d->tag, d->req);
-        if (rc == -FI_EAGAIN)
-            break;
-        if (rc) {
-            d->req->status = sampi_ofi_neg_errno(rc);
-            d->req->done = 1;
-            failed++;
+    nd->refused = 0;
+    for (int dir = 0; dir < DIR__COUNT; dir++) {
+        while (nd->deferred[dir]) {
+            struct deferred *d = nd->deferred[dir];
+            int rc = try_issue(nd, dir, d->buf, d->len, d->peer, d->tag, d->req);
+            if (rc > 0)
+                break;
+            if (rc < 0) {
+                d->req->status = rc;
+                d->req->done = 1;
+                failed++;
+            }
+            nd->deferred[dir] = d->next;
+            if (!nd->deferred[dir])
+                nd->deferred_tail[dir] = &nd->deferred[dir];
+            free(d);
         }
-        nd->deferred = d->next;
-        if (!nd->deferred)
-            nd->deferred_tail = &nd->deferred;
-        free(d);
     }
     return failed;
 }
 
-/* Post one operation.  -FI_EAGAIN means the provider cannot take it yet:
- * its queues are full until completions are read, or (tcp;ofi_rxm) the
- * connection to that peer is still being set up, which needs the peer to
- * drive its own progress.  A few rounds of progress cover the first case;
- * beyond that the operation is queued and wait() retries it, so that isend
- * and irecv never block on a peer (the peer may be busy in an MPI call that
- * waits for us).  Once something is queued, later posts queue behind it so
- * that the provider sees them in the caller's order. */
-static int post(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int peer, uint64_t tag,
+/* Post one operation, or queue it when the provider cannot take it yet
+ * (try_issue()): its queue is full until completions are read, or
+ * (tcp;ofi_rxm) the connection to that peer is still being set up, which
+ * needs the peer to drive its own progress.  A few rounds of progress come
+ * first; beyond that wait() hands the operation over as room frees, so that
+ * isend and irecv never block on a peer (the peer may be busy in an MPI call
+ * that waits for us).  Sends and receives queue apart: a receive waiting for
+ * room must not hold back the sends that let the peer complete its own
+ * receives, and with one queue both ranks of an exchange of more segments
+ * than the receive queue holds would wait for each other.  Within a
+ * direction, once something is queued, later posts queue behind it, so that
+ * the provider sees them in the caller's order (messages from one peer match
+ * receives in posting order). */
+static int post(struct ofi_netdev *nd, int dir, void *buf, size_t len, int peer, uint64_t tag,
                 sampi_netdev_req_t *req)
 {
     enum { PROGRESS_ROUNDS = 4 };
@@ -694,14 +826,12 @@ static int post(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int p
         rc = -EMSGSIZE;
         goto fail;
     }
-    for (int round = 0; !nd->deferred && round < PROGRESS_ROUNDS; round++) {
-        ssize_t frc = issue(nd, is_send, buf, len, peer, tag, req);
-        if (frc == 0)
+    for (int round = 0; !nd->deferred[dir] && round < PROGRESS_ROUNDS; round++) {
+        rc = try_issue(nd, dir, buf, len, peer, tag, req);
+        if (rc == 0)
             return 0;
-        if (frc != -FI_EAGAIN) {
-            rc = sampi_ofi_neg_errno(frc);
+        if (rc < 0)
             goto fail;
-        }
         int got = poll_cq(nd);
         if (got < 0) {
             rc = got;
@@ -713,10 +843,9 @@ static int post(struct ofi_netdev *nd, int is_send, void *buf, size_t len, int p
         rc = -ENOMEM;
         goto fail;
     }
-    *d = (struct deferred){
-        .req = req, .buf = buf, .len = len, .tag = tag, .peer = peer, .is_send = is_send};
-    *nd->deferred_tail = d;
-    nd->deferred_tail = &d->next;
+    *d = (struct deferred){.req = req, .buf = buf, .len = len, .tag = tag, .peer = peer};
+    *nd->deferred_tail[dir] = d;
+    nd->deferred_tail[dir] = &d->next;
     return 0;
 fail:
     return rc;
@@ -725,13 +854,13 @@ fail:
 static int ofi_isend(struct sampi_netdev *base, const void *buf, size_t len, int peer, uint64_t tag,
                      sampi_netdev_req_t *req)
 {
-    return post((struct ofi_netdev *)base, 1, (void *)buf, len, peer, tag, req);
+    return post((struct ofi_netdev *)base, DIR_SEND, (void *)buf, len, peer, tag, req);
 }
 
 static int ofi_irecv(struct sampi_netdev *base, void *buf, size_t len, int peer, uint64_t tag,
                      sampi_netdev_req_t *req)
 {
-    return post((struct ofi_netdev *)base, 0, buf, len, peer, tag, req);
+    return post((struct ofi_netdev *)base, DIR_RECV, buf, len, peer, tag, req);
 }
 
 static int count_done(sampi_netdev_req_t *const *reqs, int n)
@@ -742,22 +871,21 @@ static int count_done(sampi_netdev_req_t *const *reqs, int n)
     return done;
 }
 
-/* Milliseconds until the deadline, rounded up, for fi_cq_sread. */
-
 static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, int n,
                     int64_t deadline_ns)
 {
-    /* While operations are queued, sleep at most this long: the event that
-     * lets the provider take them (a connection completing) need not wake a
-     * CQ wait. */
-    enum { DEFERRED_SLEEP_MS = 1 };
+    /* While the provider refuses a queued operation with -FI_EAGAIN, sleep
+     * at most this long: the event that lets it through (a connection
+     * completing) need not wake a CQ wait.  Operations queued for room only
+     * need completions, which do wake it. */
+    enum { REFUSED_SLEEP_MS = 1 };
     struct ofi_netdev *nd = (struct ofi_netdev *)base;
     int before = count_done(reqs, n), rc = 0;
     unsigned spins = 0;
     if (before == n)
         return 0;
     for (;;) {
-        int got = nd->deferred ? flush_deferred(nd) : 0;
+        int got = any_deferred(nd) ? flush_deferred(nd) : 0;
         int polled = poll_cq(nd);
         if (polled < 0) {
             rc = polled;
@@ -777,8 +905,8 @@ static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, 
         }
         if (nd->blocking && !nd->busy_poll) {
             int ms = sampi_ofi_ms_until(deadline_ns, now);
-            if (nd->deferred && ms > DEFERRED_SLEEP_MS)
-                ms = DEFERRED_SLEEP_MS;
+            if (any_deferred(nd) && nd->refused && ms > REFUSED_SLEEP_MS)
+                ms = REFUSED_SLEEP_MS;
             got = sleep_cq(nd, ms);
             if (got < 0) {
                 rc = got;
@@ -799,18 +927,21 @@ static void ofi_cancel(struct sampi_netdev *base, sampi_netdev_req_t *req)
     struct ofi_netdev *nd = (struct ofi_netdev *)base;
     if (req->done)
         return;
-    for (struct deferred **p = &nd->deferred; *p; p = &(*p)->next) {
-        if ((*p)->req != req)
-            continue;
-        /* Never reached the provider: nothing to cancel there. */
-        struct deferred *d = *p;
-        *p = d->next;
-        if (!*p)
-            nd->deferred_tail = p;
-        free(d);
-        req->done = 1;
-        req->status = -ECANCELED;
-        return;
+    for (int dir = 0; dir < DIR__COUNT; dir++) {
+        for (struct deferred **p = &nd->deferred[dir]; *p; p = &(*p)->next) {
+            if ((*p)->req != req)
+                continue;
+            /* Never reached the provider: nothing to cancel there, and the
+             * operations queued behind it keep their order. */
+            struct deferred *d = *p;
+            *p = d->next;
+            if (!*p)
+                nd->deferred_tail[dir] = p;
+            free(d);
+            req->done = 1;
+            req->status = -ECANCELED;
+            return;
+        }
     }
     /* Receives are cancelled at once (their FI_ECANCELED completion follows
      * on the next CQ read); a send already handed to the peer is not, and is
@@ -824,16 +955,18 @@ static void ofi_cancel(struct sampi_netdev *base, sampi_netdev_req_t *req)
         ;
     if (req->done)
         return;
+    /* Still at the provider: it keeps its room there until that late
+     * completion is read. */
     if (nd->n_orphans == nd->cap_orphans) {
         size_t cap = nd->cap_orphans ? 2 * nd->cap_orphans : 8;
-        void **grown = realloc(nd->orphans, cap * sizeof(*grown));
+        struct orphan *grown = realloc(nd->orphans, cap * sizeof(*grown));
         if (grown) {
             nd->orphans = grown;
             nd->cap_orphans = cap;
         }
     }
     if (nd->n_orphans < nd->cap_orphans)
-        nd->orphans[nd->n_orphans++] = &req->impl;
+        nd->orphans[nd->n_orphans++] = (struct orphan){.ctx = &req->impl, .dir = dir_of(req)};
     req->done = 1;
     req->status = -ECANCELED;
 }

@@ -22,8 +22,12 @@
  * and one NaN/signed-zero case whose only portable property is that all
  * ranks agree.
  *
- * Usage: allreduce_matrix [--quick] [--netdev mpi|ofi]
+ * Usage: allreduce_matrix [--quick] [--deep] [--netdev mpi|ofi]
  *   --quick   a subset of the datatypes and no 2^22-element cases;
+ *   --deep    then `ring` (and on 2 ranks `rhd`) on MPI_COMM_WORLD with 1 KiB
+ *             segments, 2400 per step of `ring`: more operations at once
+ *             than a libfabric provider queue holds; the result must equal
+ *             the exact sum computed locally;
  *   --netdev  set that data path on every communicator before its first
  *             allreduce and check that it is the one in use.
  */
@@ -725,6 +729,92 @@ static void run_special(struct ctx *x, const struct tcomm *c)
     free(out);
 }
 
+/* ------------------------------------------------------------ deep steps */
+
+/* The --deep case: every step of `ring` carries DEEP_SEGMENTS segments of
+ * DEEP_SEGMENT_BYTES, more than any libfabric provider queue here holds (shm
+ * 1024 operations, tcp;ofi_rxm 2048). */
+#define DEEP_SEGMENTS      2400
+#define DEEP_SEGMENT_BYTES 1024
+
+/* Rank r's element i: a small integer, so that the sum is exact in any order
+ * and can be computed here without communication. */
+static double deep_value(int r, size_t i)
+{
+    return (double)((int)((i * 7 + (size_t)r * 13) % 1001) - 500);
+}
+
+static void run_deep_algo(struct ctx *x, const struct tcomm *c, const char *alg, double *buf,
+                          const double *want, size_t count)
+{
+    char what[256];
+    snprintf(what, sizeof what,
+             "np=%d netdev=%s comm=%s(size %d) alg=%s type=MPI_DOUBLE op=MPI_SUM count=%zu "
+             "(segments of %d bytes, %d per step of ring)",
+             x->wsize, x->netdev ? x->netdev : "default", c->name, c->size, alg, count,
+             DEEP_SEGMENT_BYTES, DEEP_SEGMENTS);
+    for (size_t i = 0; i < count; i++)
+        buf[i] = deep_value(c->rank, i);
+    sampi_comm_set_algorithm(c->comm, alg);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_DOUBLE, MPI_SUM, c->comm);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        mt_fail(&x->st, "%s: MPI_Allreduce returned %d (%s)", what, rc, msg);
+    }
+    const char *ran = sampi_comm_last_algorithm(c->comm);
+    if (ran == NULL || strcmp(ran, alg) != 0)
+        mt_fail(&x->st, "%s: sampi_comm_last_algorithm says '%s'", what, ran ? ran : "(null)");
+    for (size_t i = 0; i < count; i++) {
+        if (buf[i] != want[i]) {
+            mt_fail(&x->st, "%s: element %zu: got %.17g expected %.17g", what, i, buf[i], want[i]);
+            break;
+        }
+    }
+    mt_close_case(&x->st, c->comm, mt_hash(MT_HASH_SEED, buf, count * sizeof(double)), what);
+}
+
+/* sampi_segment_bytes is set to DEEP_SEGMENT_BYTES through MPI_T for these
+ * calls (the same value on every rank) and restored afterwards.  `rhd` runs
+ * on 2 ranks only: with more, a rank can hear from two peers at once, and
+ * shm (libfabric 1.17) can then still deadlock on segments of 4 KiB or less
+ * (netdev/ofi.c). */
+static void run_deep(struct ctx *x, const struct tcomm *c)
+{
+    MPI_T_cvar_handle h = MPI_T_CVAR_HANDLE_NULL;
+    unsigned long long old = 0, seg = DEEP_SEGMENT_BYTES;
+    int provided = 0, idx = -1, n = 0;
+    int mpit = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+    int ok = mpit && MPI_T_cvar_get_index("sampi_segment_bytes", &idx) == MPI_SUCCESS &&
+             MPI_T_cvar_handle_alloc(idx, NULL, &h, &n) == MPI_SUCCESS &&
+             MPI_T_cvar_read(h, &old) == MPI_SUCCESS && MPI_T_cvar_write(h, &seg) == MPI_SUCCESS;
+    if (!ok) {
+        mt_fail(&x->st, "--deep: cannot set sampi_segment_bytes through MPI_T");
+        mt_close_case(&x->st, c->comm, 0, "deep setup");
+        goto out;
+    }
+    size_t count = (size_t)DEEP_SEGMENTS * (DEEP_SEGMENT_BYTES / sizeof(double)) * (size_t)c->size;
+    double *buf = mt_malloc(count * sizeof(double)), *want = mt_malloc(count * sizeof(double));
+    for (size_t i = 0; i < count; i++) {
+        double s = 0;
+        for (int r = 0; r < c->size; r++)
+            s += deep_value(r, i);
+        want[i] = s;
+    }
+    run_deep_algo(x, c, "ring", buf, want, count);
+    if (c->size == 2)
+        run_deep_algo(x, c, "rhd", buf, want, count);
+    free(buf);
+    free(want);
+    MPI_T_cvar_write(h, &old);
+out:
+    if (h != MPI_T_CVAR_HANDLE_NULL)
+        MPI_T_cvar_handle_free(&h);
+    if (mpit)
+        MPI_T_finalize();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static void setup_comm(struct ctx *x, struct tcomm *c)
@@ -769,6 +859,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     mt_init(&x.st, "allreduce_matrix");
     x.quick = mt_has_flag(argc, argv, "--quick");
+    int deep = mt_has_flag(argc, argv, "--deep");
     x.netdev = mt_option(argc, argv, "--netdev", NULL);
     PMPI_Comm_size(MPI_COMM_WORLD, &x.wsize);
 
@@ -787,6 +878,8 @@ int main(int argc, char **argv)
         run_special(&x, &comms[c]);
         check_netdev(&x, &comms[c]);
     }
+    if (deep)
+        run_deep(&x, &comms[0]);
 
     long cases, failed;
     mt_totals(&x.st, &cases, &failed);

@@ -15,6 +15,11 @@
  *   timeout   wait() with a past deadline returns -ETIMEDOUT at once, a short
  *             deadline is kept, cancel() ends the receive, and a later message
  *             with the same tag goes to the next receive;
+ *   deep      2500 receives from the left neighbour and 2500 sends to the
+ *             right one outstanding at once, more than any provider queue
+ *             holds (shm 1024, tcp;ofi_rxm 2048): every message checked, all
+ *             with one tag (so the posting order must survive) or each its
+ *             own; then 2500 receives cancelled, which must free their room;
  *   threads   two threads, each with its own instance on its own duplicate of
  *             MPI_COMM_WORLD, exchanging concurrently (MPI_THREAD_MULTIPLE);
  *   big       (--big only) one 512 MiB message from rank 0 to rank 1.
@@ -405,6 +410,107 @@ static void test_timeout(struct sampi_netdev *nd, MPI_Comm comm, struct checker 
     PMPI_Barrier(comm);
 }
 
+/* ------------------------------------------------------------------ deep */
+
+/* More operations outstanding at once than a provider queue holds (shm 1024,
+ * tcp;ofi_rxm 2048), as one executor step of > 2048 segments posts them. */
+enum { DEEP_OPS = 2500 };
+
+/* Every rank posts DEEP_OPS receives from its left neighbour and DEEP_OPS
+ * sends to its right one (receives first, as the executor does, or sends
+ * first), all outstanding together, then checks every message.  With
+ * one_tag, every message carries the same tag, so message i lands in
+ * receive i only if both sides reach the transport in posting order. */
+static void deep_exchange(struct sampi_netdev *nd, size_t len, int recv_first, int one_tag,
+                          struct checker *c)
+{
+    int r = nd->rank, n = nd->size;
+    int right = (r + 1) % n, left = (r + n - 1) % n;
+    unsigned char *sbuf = mt_malloc(DEEP_OPS * len), *rbuf = mt_malloc(DEEP_OPS * len);
+    sampi_netdev_req_t *req = mt_malloc(2 * DEEP_OPS * sizeof(*req));
+    sampi_netdev_req_t **reqs = mt_malloc(2 * DEEP_OPS * sizeof(*reqs));
+    uint64_t base = sampi_netdev_tag(21 + (uint64_t)len, 1, 0);
+    for (int i = 0; i < DEEP_OPS; i++) {
+        uint64_t tag = one_tag ? base : base + (uint64_t)i;
+        fill(sbuf + (size_t)i * len, len, seed_of(r, tag + (uint64_t)i, len));
+    }
+    memset(rbuf, 0xa5, DEEP_OPS * len);
+    int rc = 0, posted = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        int recv = (pass == 0) == (recv_first != 0);
+        for (int i = 0; i < DEEP_OPS && !rc; i++) {
+            uint64_t tag = one_tag ? base : base + (uint64_t)i;
+            sampi_netdev_req_t *q = &req[recv ? i : DEEP_OPS + i];
+            rc = recv ? nd->ops->irecv(nd, rbuf + (size_t)i * len, len, left, tag, q)
+                      : nd->ops->isend(nd, sbuf + (size_t)i * len, len, right, tag, q);
+            if (rc)
+                fail(c, "%s %d of %d (%zu bytes): %s", recv ? "irecv" : "isend", i + 1, DEEP_OPS,
+                     len, strerror(-rc));
+            else
+                reqs[posted++] = q;
+        }
+    }
+    if (!rc) {
+        rc = wait_all(nd, reqs, posted, c);
+        if (rc)
+            fail(c, "waiting for %d + %d operations of %zu bytes: %s", DEEP_OPS, DEEP_OPS, len,
+                 strerror(-rc));
+    } else {
+        for (int i = 0; i < posted; i++)
+            nd->ops->cancel(nd, reqs[i]);
+    }
+    for (int i = 0; i < DEEP_OPS && !rc; i++) {
+        uint64_t tag = one_tag ? base : base + (uint64_t)i;
+        long long at = check(rbuf + (size_t)i * len, len, seed_of(left, tag + (uint64_t)i, len));
+        if (at >= 0) {
+            fail(c, "message %d of %d (%zu bytes) from rank %d: byte %lld wrong", i + 1, DEEP_OPS,
+                 len, left, at);
+            break;
+        }
+    }
+    free(sbuf);
+    free(rbuf);
+    free(req);
+    free(reqs);
+}
+
+/* DEEP_OPS receives nobody sends to, cancelled again: those the transport
+ * holds and those still waiting for room.  Each must end cancelled, and the
+ * room they held must be free again (the exchange that follows needs it). */
+static void deep_cancel(struct sampi_netdev *nd, struct checker *c)
+{
+    int from = (nd->rank + nd->size - 1) % nd->size;
+    unsigned char *buf = mt_malloc(DEEP_OPS * 8);
+    sampi_netdev_req_t *req = mt_malloc(DEEP_OPS * sizeof(*req));
+    int posted = 0, rc = 0;
+    for (; posted < DEEP_OPS && !rc; posted++) {
+        rc = nd->ops->irecv(nd, buf + (size_t)posted * 8, 8, from,
+                            sampi_netdev_tag(23, 1, (unsigned)posted), &req[posted]);
+        if (rc) {
+            fail(c, "irecv %d of %d (to be cancelled): %s", posted + 1, DEEP_OPS, strerror(-rc));
+            break;
+        }
+    }
+    for (int i = 0; i < posted; i++) {
+        nd->ops->cancel(nd, &req[i]);
+        if (!req[i].done || req[i].status != -ECANCELED)
+            fail(c, "cancelled receive %d of %d: done %d, status %d (expected -ECANCELED)", i + 1,
+                 posted, req[i].done, req[i].status);
+    }
+    free(buf);
+    free(req);
+}
+
+static void test_deep(struct sampi_netdev *nd, MPI_Comm comm, struct checker *c)
+{
+    deep_exchange(nd, 1024, 1, 1, c);
+    PMPI_Barrier(comm);
+    deep_cancel(nd, c);
+    PMPI_Barrier(comm);
+    deep_exchange(nd, 8192, 0, 0, c);
+    PMPI_Barrier(comm);
+}
+
 /* --------------------------------------------------------------- threads */
 
 struct thread_arg {
@@ -569,6 +675,10 @@ static void run_checks(const char *spec, struct sampi_netdev *nd, int do_big)
     struct checker c_timeout = {.what = "timeout"};
     test_timeout(nd, MPI_COMM_WORLD, &c_timeout);
     verdict(spec, &c_timeout);
+
+    struct checker c_deep = {.what = "deep"};
+    test_deep(nd, MPI_COMM_WORLD, &c_deep);
+    verdict(spec, &c_deep);
 
     struct checker c_threads = {.what = "threads"};
     test_threads(spec, &c_threads);
