@@ -16,7 +16,9 @@
  *    so that all ranks agree on the data path.
  *  - Tags are 64-bit (see sampi_netdev_tag); a backend with fewer tag bits folds
  *    them, relying on the fact that collectives on one communicator never
- *    overlap in more than the low bits of the call sequence number.
+ *    overlap in more than the low bits of the call sequence number.  Two
+ *    receives outstanding at once from one peer have different tags (the
+ *    mpi backend matches each by its tag, see mpi.c).
  *  - isend()/irecv() take any number of outstanding requests: a backend whose
  *    transport has finite queues keeps the excess itself, in posting order
  *    per direction (messages between two ranks match receives in posting

@@ -503,7 +503,9 @@ static void deep_cancel(struct sampi_netdev *nd, struct checker *c)
 
 static void test_deep(struct sampi_netdev *nd, MPI_Comm comm, struct checker *c)
 {
-    deep_exchange(nd, 1024, 1, 1, c);
+    /* The mpi backend matches each receive by its own tag (netdev.h): only
+     * the other backends promise posting order among equal tags. */
+    deep_exchange(nd, 1024, 1, strcmp(nd->ops->name, "mpi") != 0, c);
     PMPI_Barrier(comm);
     deep_cancel(nd, c);
     PMPI_Barrier(comm);
