@@ -76,7 +76,6 @@ static void judge(struct sampi_argcheck *k)
 {
     k->judged = 1;
     k->verdict = sampi_argcheck_judge(k->bufs->out);
-
 }
 
 int sampi_argcheck_poll(struct sampi_comm *c)

@@ -47,8 +47,8 @@ void sampi_waiter_ranks(const int *ranks, int n, char *buf, size_t len)
     size_t at = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && i < SHOWN && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%d", i == 0 ? (n > 1 ? "ranks " : "rank ") : ", ",
-                               ranks[i]);
+        at += (size_t)snprintf(buf + at, len - at, "%s%d",
+                               i == 0 ? (n > 1 ? "ranks " : "rank ") : ", ", ranks[i]);
     if (n > SHOWN && at < len)
         snprintf(buf + at, len - at, " and %d more", n - SHOWN);
 }

@@ -298,7 +298,7 @@ static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
-    {"straggler", case_straggler}, {"silent", case_silent}, {"first-call", case_first_call},
+    {"straggler", case_straggler}, {"silent", case_silent},   {"first-call", case_first_call},
     {"tracked", case_tracked},     {"diverge", case_diverge}, {"count", case_count},
     {"bogus", case_bogus},         {"freed", case_freed},
 };

@@ -20,5 +20,11 @@ launcher=${top_srcdir:-$here/../..}/scripts/mpirun-local
     echo "usage: $0 -np N [-x VAR=VAL ...] program [args...]" >&2
     exit 2
 }
-echo "+ mpirun-local --mca op ^avx $*"
-exec timeout -k 10 "${SAMPI_TEST_TIMEOUT:-300}" "$launcher" --mca op ^avx "$@"
+#   sanitizers      ASAN_OPTIONS and UBSAN_OPTIONS, when set (the sanitizer
+#                   build of scripts/test), reach every rank.
+san=
+[ -n "${ASAN_OPTIONS:-}" ] && san="$san -x ASAN_OPTIONS"
+[ -n "${UBSAN_OPTIONS:-}" ] && san="$san -x UBSAN_OPTIONS"
+echo "+ mpirun-local --mca op ^avx$san $*"
+# shellcheck disable=SC2086 # $san is words on purpose
+exec timeout -k 10 "${SAMPI_TEST_TIMEOUT:-300}" "$launcher" --mca op ^avx $san "$@"

@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int late = atoi(mt_option(argc, argv, "--late", "1")) % size;
-    double delay = atof(mt_option(argc, argv, "--delay-ms", "20"));
+    double delay = atof(mt_option(argc, argv, "--delay-ms", "50"));
     size_t count = (size_t)atol(mt_option(argc, argv, "--count", "262144"));
     /* on 5 ranks StragglAR saves at most 1 - 1.5/1.6 of a ring: too close to
      * auto's 5% margin to demand it there */
