@@ -19,5 +19,6 @@ Suite *sampi_selective_suite(void);
 Suite *sampi_optireduce_suite(void);
 Suite *sampi_dgram_suite(void);
 Suite *sampi_optireduce_repair_suite(void);
+Suite *sampi_autosel_suite(void);
 
 #endif

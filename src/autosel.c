@@ -1,0 +1,334 @@
+/*
+ * autosel.c - `auto` that measures (autosel.h).
+ */
+#include "autosel.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sampi_regime_names[SAMPI_REGIME__COUNT] = {
+    [SAMPI_REGIME_NONE] = "none",
+    [SAMPI_REGIME_STRAGGLER] = "straggler",
+    [SAMPI_REGIME_DEGRADED] = "degraded",
+};
+
+int sampi_autosel_bucket(size_t bytes)
+{
+    int b = 0;
+    while (b < SAMPI_AUTOSEL_BUCKETS - 1 && ((size_t)1 << b) < bytes)
+        b++;
+    return b;
+}
+
+int sampi_autosel_period(size_t bytes)
+{
+    /* The tracking exchange costs about one small allreduce: measure big
+     * calls often (a straggler shows there), small ones seldom (there the
+     * exchange costs as much as the call). */
+    if (bytes >= ((size_t)1 << 20))
+        return 4;
+    if (bytes >= ((size_t)64 << 10))
+        return 32;
+    return 128;
+}
+
+void sampi_autosel_init(struct sampi_autosel *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+void sampi_autosel_free(struct sampi_autosel *s)
+{
+    for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+        for (int r = 0; r < SAMPI_REGIME__COUNT; r++)
+            free(s->cell[b][r]);
+    memset(s, 0, sizeof(*s));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sampi_arm_median(const struct sampi_arm_costs *a)
+{
+    if (a->n == 0)
+        return 0;
+    double v[SAMPI_AUTOSEL_KEEP];
+    memcpy(v, a->cost, (size_t)a->n * sizeof(double));
+    qsort(v, (size_t)a->n, sizeof(double), cmp_double);
+    return a->n % 2 ? v[a->n / 2] : (v[a->n / 2 - 1] + v[a->n / 2]) / 2;
+}
+
+static double arm_min(const struct sampi_arm_costs *a)
+{
+    double m = a->n ? a->cost[0] : 0;
+    for (int i = 1; i < a->n; i++)
+        m = a->cost[i] < m ? a->cost[i] : m;
+    return m;
+}
+
+static void arm_add(struct sampi_arm_costs *a, double cost)
+{
+    a->cost[a->head] = cost;
+    a->head = (a->head + 1) % SAMPI_AUTOSEL_KEEP;
+    if (a->n < SAMPI_AUTOSEL_KEEP)
+        a->n++;
+    a->fresh++;
+}
+
+static void arm_clear(struct sampi_arm_costs *a)
+{
+    memset(a, 0, sizeof(*a));
+}
+
+static int has(uint32_t set, int algo)
+{
+    return (set >> algo) & 1u;
+}
+
+static int popcount(uint32_t x)
+{
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+/* Start (or restart) exploring: every allowed arm but the winner starts
+ * afresh; the winner keeps what it has and counts as fully sampled. */
+static void explore(struct sampi_autosel_cell *c)
+{
+    c->state = SAMPI_CELL_EXPLORING;
+    c->candidates = c->allowed;
+    c->explorations++;
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+        if (a == c->choice && c->arm[a].n > 0)
+            c->arm[a].fresh = SAMPI_AUTOSEL_FULL_SAMPLES;
+        else
+            arm_clear(&c->arm[a]);
+    }
+}
+
+static void converge(struct sampi_autosel_cell *c, int winner)
+{
+    int changed = winner != c->choice;
+    c->choice = winner;
+    c->state = SAMPI_CELL_CONVERGED;
+    c->converged_ns = sampi_arm_median(&c->arm[winner]);
+    if (changed || c->recheck == 0)
+        c->recheck = SAMPI_AUTOSEL_RECHECK_MIN;
+    else if (c->recheck < SAMPI_AUTOSEL_RECHECK_MAX)
+        c->recheck *= 2;
+    c->recheck_at = c->calls + c->recheck;
+}
+
+/* The candidate with the cheapest median (ties: the lower id). */
+static int cheapest(const struct sampi_autosel_cell *c, double *median)
+{
+    int best = -1;
+    double bm = 0;
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+        if (!has(c->candidates, a) || c->arm[a].n == 0)
+            continue;
+        double m = sampi_arm_median(&c->arm[a]);
+        if (best < 0 || m < bm) {
+            best = a;
+            bm = m;
+        }
+    }
+    if (median)
+        *median = bm;
+    return best;
+}
+
+/* Samples a candidate needs before the first cut: 2 when the cell is new,
+ * 1 at a re-check (the winner has its samples; a loser that one sample shows
+ * hopeless again leaves at once, which keeps re-checks cheap). */
+static int first_samples(const struct sampi_autosel_cell *c)
+{
+    return c->explorations > 1 ? 1 : SAMPI_AUTOSEL_FIRST_SAMPLES;
+}
+
+/* Every candidate has at least `k` fresh samples. */
+static int all_sampled(const struct sampi_autosel_cell *c, int k)
+{
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+        if (has(c->candidates, a) && c->arm[a].fresh < k)
+            return 0;
+    return 1;
+}
+
+/* After a sample while exploring: cut what is clearly worse, converge when
+ * done.  Returns 1 when the cell converged. */
+static int judge(struct sampi_autosel_cell *c)
+{
+    double best_ns;
+    int best;
+    if (all_sampled(c, first_samples(c))) {
+        best = cheapest(c, &best_ns);
+        for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+            if (has(c->candidates, a) && a != best &&
+                arm_min(&c->arm[a]) > SAMPI_AUTOSEL_FIRST_CUT * best_ns)
+                c->candidates &= ~(1u << a);
+    }
+    if (all_sampled(c, SAMPI_AUTOSEL_FULL_SAMPLES)) {
+        best = cheapest(c, &best_ns);
+        for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+            if (has(c->candidates, a) && a != best &&
+                sampi_arm_median(&c->arm[a]) > (1 + SAMPI_AUTOSEL_MARGIN) * best_ns &&
+                arm_min(&c->arm[a]) > best_ns)
+                c->candidates &= ~(1u << a);
+        converge(c, best);
+        return 1;
+    }
+    if (popcount(c->candidates) == 1) {
+        converge(c, cheapest(c, NULL));
+        return 1;
+    }
+    return 0;
+}
+
+/* The next arm to explore: the candidate with the fewest fresh samples;
+ * ties go to the prior, then to the lowest id. */
+static int next_arm(const struct sampi_autosel_cell *c)
+{
+    int pick = -1;
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+        if (!has(c->candidates, a))
+            continue;
+        if (pick < 0 || c->arm[a].fresh < c->arm[pick].fresh ||
+            (c->arm[a].fresh == c->arm[pick].fresh && a == c->prior))
+            pick = a;
+    }
+    return pick;
+}
+
+static struct sampi_autosel_cell *cell_of(struct sampi_autosel *s, int bucket,
+                                          enum sampi_regime regime, int create)
+{
+    struct sampi_autosel_cell **slot = &s->cell[bucket][regime];
+    if (!*slot && create) {
+        *slot = calloc(1, sizeof(**slot));
+        if (*slot)
+            (*slot)->choice = -1;
+    }
+    return *slot;
+}
+
+int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_input *in,
+                         struct sampi_autosel_decision *out)
+{
+    int bucket = sampi_autosel_bucket(in->bytes);
+    *out = (struct sampi_autosel_decision){.algo = in->prior, .bucket = bucket};
+    if (in->regime != s->last_regime) {
+        /* a straggler appeared or left, a link degraded or recovered: every
+         * cell of the new regime looks again at its next call */
+        s->last_regime = in->regime;
+        s->regime_changes++;
+        for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+            if (s->cell[b][in->regime] && s->cell[b][in->regime]->state == SAMPI_CELL_CONVERGED)
+                s->cell[b][in->regime]->recheck_at = s->cell[b][in->regime]->calls;
+    }
+    struct sampi_autosel_cell *c = cell_of(s, bucket, in->regime, 1);
+    if (!c)
+        return -ENOMEM;
+    c->calls++;
+    c->prior = in->prior;
+    if (c->state == SAMPI_CELL_CONVERGED && c->allowed == 0 && has(in->allowed, c->choice)) {
+        c->allowed = in->allowed; /* seeded from a kept table: trust it until the re-check */
+    } else if (c->state == SAMPI_CELL_EMPTY || c->allowed != in->allowed) {
+        /* first call, or the arms changed (a hint came or went) */
+        c->allowed = in->allowed;
+        if (c->choice >= 0 && !has(c->allowed, c->choice))
+            c->choice = -1;
+        explore(c);
+    } else if (c->state == SAMPI_CELL_CONVERGED && c->calls >= c->recheck_at) {
+        explore(c);
+    }
+    if (c->state == SAMPI_CELL_EXPLORING && popcount(c->candidates) <= 1) {
+        int only = next_arm(c);
+        c->choice = only >= 0 ? only : in->prior;
+        c->state = SAMPI_CELL_CONVERGED;
+        c->recheck = SAMPI_AUTOSEL_RECHECK_MAX;
+        c->recheck_at = c->calls + c->recheck;
+    }
+    if (c->state == SAMPI_CELL_EXPLORING) {
+        out->algo = next_arm(c);
+        out->measure = 1;
+        out->exploring = 1;
+    } else {
+        out->algo = c->choice;
+        out->measure = c->calls % (uint64_t)sampi_autosel_period(in->bytes) == 0;
+    }
+    c->measured += out->measure;
+    return 0;
+}
+
+int sampi_autosel_note(struct sampi_autosel *s, const struct sampi_autosel_input *in, int algo,
+                       double cost_ns)
+{
+    struct sampi_autosel_cell *c = cell_of(s, sampi_autosel_bucket(in->bytes), in->regime, 0);
+    if (!c || algo < 0 || algo >= SAMPI_ALGO__COUNT || !(cost_ns >= 0))
+        return 0;
+    arm_add(&c->arm[algo], cost_ns);
+    if (c->state == SAMPI_CELL_EXPLORING)
+        return has(c->candidates, algo) ? judge(c) : 0;
+    /* converged: the winner's drift reopens the cell */
+    if (algo == c->choice && c->arm[algo].n >= SAMPI_AUTOSEL_FIRST_SAMPLES + 1 &&
+        sampi_arm_median(&c->arm[algo]) > (1 + SAMPI_AUTOSEL_DRIFT) * c->converged_ns)
+        c->recheck_at = c->calls + 1;
+    return 0;
+}
+
+int sampi_autosel_seed(struct sampi_autosel *s, int bucket, enum sampi_regime regime, int algo,
+                       double cost_ns, uint64_t recheck)
+{
+    if (bucket < 0 || bucket >= SAMPI_AUTOSEL_BUCKETS || regime < 0 ||
+        regime >= SAMPI_REGIME__COUNT || algo <= 0 || algo >= SAMPI_ALGO__COUNT)
+        return -EINVAL;
+    struct sampi_autosel_cell *c = cell_of(s, bucket, regime, 1);
+    if (!c)
+        return -ENOMEM;
+    c->state = SAMPI_CELL_CONVERGED;
+    c->choice = algo;
+    c->allowed = 0; /* the first call fills it in, keeping the choice when allowed */
+    c->converged_ns = cost_ns;
+    arm_clear(&c->arm[algo]);
+    arm_add(&c->arm[algo], cost_ns);
+    c->recheck = recheck ? recheck : SAMPI_AUTOSEL_RECHECK_MIN;
+    c->recheck_at = c->recheck;
+    return 0;
+}
+
+const struct sampi_autosel_cell *sampi_autosel_cell(const struct sampi_autosel *s, int bucket,
+                                                    enum sampi_regime regime)
+{
+    if (bucket < 0 || bucket >= SAMPI_AUTOSEL_BUCKETS || regime < 0 ||
+        regime >= SAMPI_REGIME__COUNT)
+        return NULL;
+    return s->cell[bucket][regime];
+}
+
+int sampi_autosel_ranking(const struct sampi_autosel_cell *c, int *best, double *best_ns,
+                          int *next, double *next_ns)
+{
+    *best = *next = -1;
+    *best_ns = *next_ns = 0;
+    if (!c || c->choice < 0)
+        return -1;
+    *best = c->choice;
+    *best_ns = sampi_arm_median(&c->arm[c->choice]);
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+        if (a == c->choice || c->arm[a].n == 0)
+            continue;
+        double m = sampi_arm_median(&c->arm[a]);
+        if (*next < 0 || m < *next_ns) {
+            *next = a;
+            *next_ns = m;
+        }
+    }
+    return 0;
+}

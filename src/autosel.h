@@ -1,0 +1,149 @@
+/*
+ * autosel.h - `auto` that measures: which exact algorithm runs a call, chosen
+ * from what the communicator's own calls cost.
+ *
+ * Pure code (no MPI, no clocks, no I/O), as predict.h and detect.h: the
+ * dispatcher asks it for each call, and feeds it back, after a measured call,
+ * the call's cost as every rank knows it from the tracking exchange (the time
+ * from the last arrival to completion: the shortest stay in the call).  Every
+ * rank calls it with the same inputs in the same order, so every rank takes
+ * the same decisions (DESIGN rule 1): exploration follows the cell's call
+ * count, never a local random draw.
+ *
+ * The table: one cell per message-size bucket (bytes in (2^(b-1), 2^b]) and
+ * regime (no straggler, a predicted straggler, a degraded link).  A cell
+ * holds the recent costs of each arm (an exact algorithm the call may run).
+ *
+ *   EXPLORING  every call is measured; the arm with the fewest samples runs
+ *              next (ties: the prior's favourite first, then the table's
+ *              order).  After 2 samples each, an arm whose best sample is
+ *              over 1.5 times the best median leaves; after 5 each, an arm
+ *              whose median is more than 5% above the best median and whose
+ *              best sample is above it too leaves.  When one arm is left, or
+ *              every survivor has 5 samples, the cheapest median wins.
+ *   CONVERGED  the winner runs; one call in `period` (by the cell's call
+ *              count: 4 for calls of 1 MiB or more, 32 below, 128 below
+ *              64 KiB) is measured to see drift.  The cell is explored again
+ *              after `recheck` calls, a period that doubles from 128 up to
+ *              8192 while the winner stays and starts again at 128 when it
+ *              changes; at once when the winner's median drifts 25% above
+ *              what it converged at; and at the cell's next call after the
+ *              regime changed.  A re-check gives each loser one sample
+ *              first (the first cut then applies), so that an arm still
+ *              hopeless costs one call per re-check.
+ *
+ * Example, one bucket, arms native/ring/rhd (ids 1, 2, 3; native the
+ * prior), costs 100/300/95 us: calls 1-6 run native, ring, rhd, native,
+ * ring, rhd (2 samples each); ring's best 300 > 1.5 x 95 leaves; calls 7-12
+ * take native and rhd to 5 samples each; native's median 100 is more than 5%
+ * above rhd's 95 and its best sample too: the cell converges on rhd after 12
+ * calls, and from then on measures one call in 4 (1 MiB and more).
+ */
+#ifndef SAMPI_AUTOSEL_H
+#define SAMPI_AUTOSEL_H
+
+#include "algos.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAMPI_AUTOSEL_BUCKETS 48 /* up to 2^47 bytes */
+#define SAMPI_AUTOSEL_KEEP    8  /* recent costs kept per arm */
+
+enum sampi_regime {
+    SAMPI_REGIME_NONE,      /* nobody persistently late, no degraded link */
+    SAMPI_REGIME_STRAGGLER, /* a straggler is predicted */
+    SAMPI_REGIME_DEGRADED,  /* a rank's link is degraded */
+    SAMPI_REGIME__COUNT
+};
+extern const char *const sampi_regime_names[SAMPI_REGIME__COUNT];
+
+enum sampi_autosel_state { SAMPI_CELL_EMPTY, SAMPI_CELL_EXPLORING, SAMPI_CELL_CONVERGED };
+
+struct sampi_arm_costs {
+    double cost[SAMPI_AUTOSEL_KEEP]; /* ns, a ring buffer */
+    int n, head;                     /* samples held (<= KEEP), next slot */
+    int fresh;                       /* samples since the cell's last (re-)exploration began */
+};
+
+struct sampi_autosel_cell {
+    enum sampi_autosel_state state;
+    uint32_t allowed;     /* arms that may run calls of this cell (bit per algorithm id) */
+    uint32_t candidates;  /* arms still in play while exploring */
+    int choice;           /* the winner (an algorithm id), -1 before the first */
+    int prior;            /* the model's favourite, explored first */
+    uint64_t calls;       /* calls decided in this cell */
+    uint64_t measured;    /* of those, measured */
+    uint64_t explorations; /* times the cell was (re-)explored */
+    uint64_t recheck_at;  /* the cell's call count at which to explore again */
+    uint64_t recheck;     /* the current re-check period */
+    double converged_ns;  /* the winner's median when the cell converged */
+    struct sampi_arm_costs arm[SAMPI_ALGO__COUNT];
+};
+
+struct sampi_autosel {
+    struct sampi_autosel_cell *cell[SAMPI_AUTOSEL_BUCKETS][SAMPI_REGIME__COUNT]; /* lazily */
+    enum sampi_regime last_regime;
+    uint64_t regime_changes;
+};
+
+/* What the dispatcher knows of a call before it runs, identical on every
+ * rank: its size, the regime, which arms can run it (suited, and not ruled
+ * out by the model), and the model's favourite among them. */
+struct sampi_autosel_input {
+    size_t bytes;
+    enum sampi_regime regime;
+    uint32_t allowed;
+    int prior;
+};
+
+struct sampi_autosel_decision {
+    int algo;      /* an algorithm id */
+    int measure;   /* measure this call (the tracking exchange) */
+    int exploring; /* the cell is exploring */
+    int bucket;
+};
+
+/* The bucket of a message of `bytes` bytes: ceil(log2(bytes)), 0 for 0 or 1. */
+int sampi_autosel_bucket(size_t bytes);
+
+void sampi_autosel_init(struct sampi_autosel *s);
+void sampi_autosel_free(struct sampi_autosel *s);
+
+/* Decide one call.  0, or -ENOMEM (then *out is the prior, unmeasured). */
+int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_input *in,
+                         struct sampi_autosel_decision *out);
+
+/* A measured call of `algo` in the cell of `in` cost cost_ns (the time from
+ * the last arrival to completion).  Returns 1 when the cell converged with
+ * this sample, else 0. */
+int sampi_autosel_note(struct sampi_autosel *s, const struct sampi_autosel_input *in, int algo,
+                       double cost_ns);
+
+/* Seed a cell from a kept table (tuning file): it starts converged on
+ * `algo` at `cost_ns`, its first re-check after `recheck` calls. */
+int sampi_autosel_seed(struct sampi_autosel *s, int bucket, enum sampi_regime regime, int algo,
+                       double cost_ns, uint64_t recheck);
+
+/* A cell's view for reports: the winner and its median, the next best arm
+ * and its median (-1 / 0 when none).  NULL when the cell is empty. */
+const struct sampi_autosel_cell *sampi_autosel_cell(const struct sampi_autosel *s, int bucket,
+                                                    enum sampi_regime regime);
+int sampi_autosel_ranking(const struct sampi_autosel_cell *c, int *best, double *best_ns,
+                          int *next, double *next_ns);
+
+/* The median of an arm's recent costs (0 when it has none). */
+double sampi_arm_median(const struct sampi_arm_costs *a);
+
+/* Exploration and measurement parameters, exposed for tests. */
+#define SAMPI_AUTOSEL_FIRST_SAMPLES 2    /* samples each before the first cut */
+#define SAMPI_AUTOSEL_FULL_SAMPLES  5    /* samples each before converging */
+#define SAMPI_AUTOSEL_FIRST_CUT     1.5  /* best sample over the best median: out */
+#define SAMPI_AUTOSEL_MARGIN        0.05 /* median above the best's by more: out */
+#define SAMPI_AUTOSEL_DRIFT         0.25 /* winner's median this far up: explore again */
+#define SAMPI_AUTOSEL_RECHECK_MIN   128
+#define SAMPI_AUTOSEL_RECHECK_MAX   8192
+/* One call in this many is measured in a converged cell of `bytes`. */
+int sampi_autosel_period(size_t bytes);
+
+#endif

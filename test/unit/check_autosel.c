@@ -1,0 +1,343 @@
+/*
+ * check_autosel.c - `auto` that measures (src/autosel.c) on synthetic cost
+ * streams: no MPI, no clocks.  A "world" gives each arm a cost law (a base
+ * cost, noise from a seeded generator, outliers); the selector is asked and
+ * fed as the dispatcher does.
+ */
+#include "autosel.h"
+#include "suites.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARMS3 ((1u << SAMPI_ALGO_NATIVE) | (1u << SAMPI_ALGO_RING) | (1u << SAMPI_ALGO_RHD))
+
+struct world {
+    double base[SAMPI_ALGO__COUNT]; /* ns */
+    double noise;                   /* relative, uniform in [0, noise) */
+    double outlier_p, outlier_x;    /* a sample is outlier_x times its cost with probability p */
+    uint64_t rng;
+};
+
+static double uniform(struct world *w)
+{
+    w->rng = w->rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(w->rng >> 11) / 9007199254740992.0;
+}
+
+static double cost(struct world *w, int algo)
+{
+    double c = w->base[algo] * (1 + w->noise * uniform(w));
+    if (uniform(w) < w->outlier_p)
+        c *= w->outlier_x;
+    return c;
+}
+
+/* One call: decide, and feed back a measured cost.  Returns the arm. */
+static int step(struct sampi_autosel *s, struct world *w, const struct sampi_autosel_input *in,
+                struct sampi_autosel_decision *d)
+{
+    ck_assert_int_eq(sampi_autosel_decide(s, in, d), 0);
+    ck_assert(in->allowed & (1u << d->algo));
+    if (d->measure)
+        sampi_autosel_note(s, in, d->algo, cost(w, d->algo));
+    return d->algo;
+}
+
+static struct sampi_autosel_input input(size_t bytes, enum sampi_regime r, uint32_t allowed)
+{
+    return (struct sampi_autosel_input){
+        .bytes = bytes, .regime = r, .allowed = allowed, .prior = SAMPI_ALGO_NATIVE};
+}
+
+START_TEST(converges_to_the_cheapest_arm)
+{
+    /* the worked example of autosel.h: native 100, rhd 95, ring 300 us */
+    struct sampi_autosel s;
+    struct world w = {.rng = 1};
+    w.base[SAMPI_ALGO_NATIVE] = 100e3;
+    w.base[SAMPI_ALGO_RHD] = 95e3;
+    w.base[SAMPI_ALGO_RING] = 300e3;
+    struct sampi_autosel_input in = input(1 << 20, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    int seq[12];
+    for (int i = 0; i < 12; i++)
+        seq[i] = step(&s, &w, &in, &d);
+    /* 2 samples each (prior first, then by id), ring cut, then native and
+     * rhd to 5 each */
+    int want[12] = {SAMPI_ALGO_NATIVE, SAMPI_ALGO_RING, SAMPI_ALGO_RHD, SAMPI_ALGO_NATIVE,
+                    SAMPI_ALGO_RING,   SAMPI_ALGO_RHD,  SAMPI_ALGO_NATIVE, SAMPI_ALGO_RHD,
+                    SAMPI_ALGO_NATIVE, SAMPI_ALGO_RHD,  SAMPI_ALGO_NATIVE, SAMPI_ALGO_RHD};
+    for (int i = 0; i < 12; i++)
+        ck_assert_int_eq(seq[i], want[i]);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(1 << 20), SAMPI_REGIME_NONE);
+    ck_assert_int_eq(c->state, SAMPI_CELL_CONVERGED);
+    ck_assert_int_eq(c->choice, SAMPI_ALGO_RHD);
+    /* converged: rhd runs, one call in 4 measured */
+    int measured = 0;
+    for (int i = 0; i < 40; i++) {
+        ck_assert_int_eq(step(&s, &w, &in, &d), SAMPI_ALGO_RHD);
+        measured += d.measure;
+    }
+    ck_assert_int_eq(measured, 10);
+    int best, next;
+    double bns, nns;
+    ck_assert_int_eq(sampi_autosel_ranking(c, &best, &bns, &next, &nns), 0);
+    ck_assert_int_eq(best, SAMPI_ALGO_RHD);
+    ck_assert_int_eq(next, SAMPI_ALGO_NATIVE);
+    ck_assert(fabs(bns - 95e3) < 1 && fabs(nns - 100e3) < 1);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+/* Regret: the extra time over always running the cheapest arm, over a run
+ * of `calls` calls, as a fraction of that time. */
+static double regret(struct world *w, size_t bytes, int calls, uint32_t allowed)
+{
+    struct sampi_autosel s;
+    struct sampi_autosel_input in = input(bytes, SAMPI_REGIME_NONE, allowed);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    double spent = 0, best = INFINITY;
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+        if ((allowed >> a) & 1)
+            best = w->base[a] < best ? w->base[a] : best;
+    for (int i = 0; i < calls; i++) {
+        step(&s, w, &in, &d);
+        spent += w->base[d.algo];
+    }
+    sampi_autosel_free(&s);
+    return spent / (best * calls) - 1;
+}
+
+START_TEST(regret_is_bounded)
+{
+    /* a hopeless arm 10x the best: the exploration costs two calls of it,
+     * then a re-check now and then; over 1000 calls the regret stays small */
+    struct world w = {.rng = 7, .noise = 0.2};
+    w.base[SAMPI_ALGO_NATIVE] = 10e3;
+    w.base[SAMPI_ALGO_RHD] = 30e3;
+    w.base[SAMPI_ALGO_RING] = 100e3;
+    double r = regret(&w, 1024, 1000, ARMS3);
+    ck_assert_msg(r < 0.10, "regret %.3f over 1000 calls", r);
+    /* and over 10000 calls the re-checks thin out */
+    r = regret(&w, 1024, 10000, ARMS3);
+    ck_assert_msg(r < 0.03, "regret %.3f over 10000 calls", r);
+}
+END_TEST
+
+START_TEST(regime_change_explores_again)
+{
+    struct sampi_autosel s;
+    struct world w = {.rng = 3, .noise = 0.05};
+    w.base[SAMPI_ALGO_NATIVE] = 100e3;
+    w.base[SAMPI_ALGO_RHD] = 120e3;
+    w.base[SAMPI_ALGO_RING] = 110e3;
+    w.base[SAMPI_ALGO_STRAGGLAR] = 60e3;
+    struct sampi_autosel_input none = input(4 << 20, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_input late =
+        input(4 << 20, SAMPI_REGIME_STRAGGLER, ARMS3 | (1u << SAMPI_ALGO_STRAGGLAR));
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    for (int i = 0; i < 30; i++)
+        step(&s, &w, &none, &d);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    /* a straggler appears: its cell explores, stragglar wins */
+    int calls = 0;
+    do {
+        step(&s, &w, &late, &d);
+        calls++;
+    } while (d.exploring && calls < 100);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_STRAGGLAR);
+    ck_assert_int_le(calls, 4 * SAMPI_AUTOSEL_FULL_SAMPLES + 1);
+    /* it leaves: the no-straggler cell looks again at once */
+    step(&s, &w, &none, &d);
+    ck_assert(d.exploring);
+    ck_assert_int_eq(s.regime_changes, 2);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+START_TEST(drift_explores_again)
+{
+    struct sampi_autosel s;
+    struct world w = {.rng = 5, .noise = 0.05};
+    w.base[SAMPI_ALGO_NATIVE] = 100e3;
+    w.base[SAMPI_ALGO_RHD] = 130e3;
+    w.base[SAMPI_ALGO_RING] = 140e3;
+    struct sampi_autosel_input in = input(8 << 20, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &in, &d);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    ck_assert(!d.exploring);
+    /* native gets 3x slower (a debugging delay, another job on the host) */
+    w.base[SAMPI_ALGO_NATIVE] = 300e3;
+    int explored_after = -1;
+    for (int i = 0; i < 60 && explored_after < 0; i++) {
+        step(&s, &w, &in, &d);
+        if (d.exploring)
+            explored_after = i + 1;
+    }
+    /* measured one call in 4: three drifted samples reopen the cell well
+     * before the periodic re-check (64 calls) */
+    ck_assert_int_ge(explored_after, 1);
+    ck_assert_int_le(explored_after, 20);
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &in, &d);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_RHD);
+    /* and back: the periodic re-check (128 calls after the winner changed)
+     * finds native again */
+    w.base[SAMPI_ALGO_NATIVE] = 100e3;
+    int back = 0;
+    for (int i = 0; i < 300; i++)
+        back += step(&s, &w, &in, &d) == SAMPI_ALGO_NATIVE && !d.exploring;
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    ck_assert_int_gt(back, 100);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+START_TEST(same_inputs_same_decisions)
+{
+    /* two ranks: the same costs (exchanged), the same calls: the same
+     * choice at every call, across sizes and regimes */
+    struct sampi_autosel a, b;
+    struct world wa = {.rng = 11, .noise = 0.3, .outlier_p = 0.05, .outlier_x = 5};
+    sampi_autosel_init(&a);
+    sampi_autosel_init(&b);
+    wa.base[SAMPI_ALGO_NATIVE] = 50e3;
+    wa.base[SAMPI_ALGO_RHD] = 52e3;
+    wa.base[SAMPI_ALGO_RING] = 49e3;
+    wa.base[SAMPI_ALGO_STRAGGLAR] = 45e3;
+    for (int i = 0; i < 5000; i++) {
+        size_t bytes = (size_t)1 << (10 + i % 13);
+        enum sampi_regime r = (i / 700) % 2 ? SAMPI_REGIME_STRAGGLER : SAMPI_REGIME_NONE;
+        uint32_t allowed = ARMS3 | (r == SAMPI_REGIME_STRAGGLER ? 1u << SAMPI_ALGO_STRAGGLAR : 0);
+        struct sampi_autosel_input in = input(bytes, r, allowed);
+        struct sampi_autosel_decision da, db;
+        ck_assert_int_eq(sampi_autosel_decide(&a, &in, &da), 0);
+        ck_assert_int_eq(sampi_autosel_decide(&b, &in, &db), 0);
+        ck_assert_int_eq(da.algo, db.algo);
+        ck_assert_int_eq(da.measure, db.measure);
+        if (da.measure) {
+            double c = cost(&wa, da.algo);
+            sampi_autosel_note(&a, &in, da.algo, c);
+            sampi_autosel_note(&b, &in, db.algo, c);
+        }
+    }
+    sampi_autosel_free(&a);
+    sampi_autosel_free(&b);
+}
+END_TEST
+
+START_TEST(outliers_do_not_flip_the_choice)
+{
+    /* rhd is 10% cheaper; one sample in 10 of either arm is 8x slow (a
+     * descheduled rank): the choice settles on rhd and stays */
+    struct sampi_autosel s;
+    struct world w = {.rng = 13, .noise = 0.05, .outlier_p = 0.1, .outlier_x = 8};
+    w.base[SAMPI_ALGO_NATIVE] = 110e3;
+    w.base[SAMPI_ALGO_RHD] = 100e3;
+    struct sampi_autosel_input in =
+        input(2 << 20, SAMPI_REGIME_NONE, (1u << SAMPI_ALGO_NATIVE) | (1u << SAMPI_ALGO_RHD));
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    for (int i = 0; i < 50; i++)
+        step(&s, &w, &in, &d);
+    int flips = 0, prev = d.algo, on_rhd = 0;
+    for (int i = 0; i < 2000; i++) {
+        step(&s, &w, &in, &d);
+        if (d.exploring)
+            continue;
+        flips += d.algo != prev;
+        prev = d.algo;
+        on_rhd += d.algo == SAMPI_ALGO_RHD;
+    }
+    ck_assert_msg(flips <= 2, "%d flips", flips);
+    ck_assert_int_gt(on_rhd, 1800);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+START_TEST(one_arm_is_not_explored)
+{
+    struct sampi_autosel s;
+    struct sampi_autosel_input in = input(16, SAMPI_REGIME_NONE, 1u << SAMPI_ALGO_NATIVE);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    int measured = 0;
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_int_eq(sampi_autosel_decide(&s, &in, &d), 0);
+        ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+        ck_assert(!d.exploring);
+        measured += d.measure;
+    }
+    ck_assert_int_le(measured, 1000 / 128 + 1);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+START_TEST(seeded_cell_starts_converged)
+{
+    struct sampi_autosel s;
+    struct sampi_autosel_input in = input(3 << 20, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    ck_assert_int_eq(sampi_autosel_seed(&s, sampi_autosel_bucket(3 << 20), SAMPI_REGIME_NONE,
+                                        SAMPI_ALGO_RING, 1e6, 0),
+                     0);
+    for (int i = 0; i < SAMPI_AUTOSEL_RECHECK_MIN - 1; i++) {
+        ck_assert_int_eq(sampi_autosel_decide(&s, &in, &d), 0);
+        ck_assert_int_eq(d.algo, SAMPI_ALGO_RING);
+        ck_assert(!d.exploring);
+    }
+    ck_assert_int_eq(sampi_autosel_decide(&s, &in, &d), 0);
+    ck_assert(d.exploring);
+    /* a seed for an arm the call cannot run is ignored: the cell explores */
+    ck_assert_int_eq(sampi_autosel_seed(&s, 30, SAMPI_REGIME_NONE, SAMPI_ALGO_OPTCC, 1e6, 0), 0);
+    in.bytes = (size_t)1 << 30;
+    ck_assert_int_eq(sampi_autosel_decide(&s, &in, &d), 0);
+    ck_assert(d.exploring);
+    ck_assert_int_eq(sampi_autosel_seed(&s, 99, SAMPI_REGIME_NONE, SAMPI_ALGO_RING, 1, 0),
+                     -EINVAL);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+START_TEST(buckets_and_periods)
+{
+    ck_assert_int_eq(sampi_autosel_bucket(0), 0);
+    ck_assert_int_eq(sampi_autosel_bucket(1), 0);
+    ck_assert_int_eq(sampi_autosel_bucket(2), 1);
+    ck_assert_int_eq(sampi_autosel_bucket(1024), 10);
+    ck_assert_int_eq(sampi_autosel_bucket(1025), 11);
+    ck_assert_int_eq(sampi_autosel_bucket((size_t)1 << 60), SAMPI_AUTOSEL_BUCKETS - 1);
+    ck_assert_int_eq(sampi_autosel_period(4), 128);
+    ck_assert_int_eq(sampi_autosel_period(64 << 10), 32);
+    ck_assert_int_eq(sampi_autosel_period(1 << 20), 4);
+}
+END_TEST
+
+Suite *sampi_autosel_suite(void)
+{
+    Suite *s = suite_create("autosel");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, converges_to_the_cheapest_arm);
+    tcase_add_test(tc, regret_is_bounded);
+    tcase_add_test(tc, regime_change_explores_again);
+    tcase_add_test(tc, drift_explores_again);
+    tcase_add_test(tc, same_inputs_same_decisions);
+    tcase_add_test(tc, outliers_do_not_flip_the_choice);
+    tcase_add_test(tc, one_arm_is_not_explored);
+    tcase_add_test(tc, seeded_cell_starts_converged);
+    tcase_add_test(tc, buckets_and_periods);
+    suite_add_tcase(s, tc);
+    return s;
+}
