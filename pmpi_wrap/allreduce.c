@@ -13,6 +13,7 @@
  * lookup and a table walk on top of PMPI_Allreduce.
  */
 #include "argcheck.h"
+#include "auto.h"
 #include "comm.h"
 #include "debug_delay.h"
 #include "revoke.h"
@@ -105,29 +106,37 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return sampi_report_error(comm, -SAMPI_EREVOKED);
 
     const size_t bytes = a.count * a.dt.extent;
-    /* whether this call is tracked depends on agreed values only */
-    const int tracked = sampi_tracker_begin(c, bytes);
-    /* auto weighs a straggler or a degraded link only for tracked calls */
-    struct sampi_select_hints hints;
-    if (tracked)
-        sampi_tracker_hints(c, a.count, a.dt.extent, &hints);
-    enum sampi_algo_id algo =
-        sampi_select(sampi_comm_algorithm_setting(c), bytes, c->size, tracked ? &hints : NULL);
-    if (sampi_algos[algo].suited && !sampi_algos[algo].suited(&a)) {
-        /* e.g. no straggler or degraded rank known, too few ranks or elements:
-         * decided from agreed inputs, so every rank runs ring instead */
-        rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
-        if (rc)
-            return sampi_report_error(comm, rc);
-        algo = SAMPI_ALGO_RING;
+    /* auto asks its selector, which also says whether to measure the call;
+     * a forced algorithm is never overridden, and is tracked by size */
+    const int setting = sampi_comm_algorithm_setting(c);
+    struct sampi_auto_call ac = {0};
+    enum sampi_algo_id algo;
+    int tracked;
+    if (setting <= SAMPI_ALGO_AUTO || setting >= SAMPI_ALGO__COUNT) {
+        algo = sampi_auto_decide(c, &a, &ac);
+        tracked = ac.d.measure;
+    } else {
+        algo = (enum sampi_algo_id)setting;
+        tracked = sampi_tracker_wanted(c, bytes);
+        if (sampi_algos[algo].suited && !sampi_algos[algo].suited(&a)) {
+            /* e.g. no straggler or degraded rank known, too few ranks or
+             * elements: decided from agreed inputs, so every rank runs ring */
+            rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
+            if (rc)
+                return sampi_report_error(comm, rc);
+            algo = SAMPI_ALGO_RING;
+        }
     }
+    if (tracked)
+        sampi_tracker_begin(c);
     if (algo == SAMPI_ALGO_NATIVE) {
         count_call(c, algo);
         log_call(&a, algo);
         rc = sampi_algos[algo].run(&a);
+        sampi_debug_algo_delay_apply(algo);
         if (rc || !tracked)
             return sampi_report_error(comm, rc); /* Open MPI's own outcome */
-        if (!(rc = sampi_tracker_end(c, algo, bytes, 0)))
+        if (!(rc = sampi_tracker_end(c, algo, bytes, ac.active ? &ac : NULL)))
             return MPI_SUCCESS;
         sampi_revoke(c, rc, "the tracking exchange");
         return sampi_report_error(comm, -SAMPI_EREVOKED);
@@ -140,8 +149,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     count_call(c, algo);
     log_call(&a, algo);
     rc = sampi_argcheck_post(c, &a, algo);
-    if (!rc)
+    if (!rc) {
         rc = sampi_algos[algo].run(&a);
+        sampi_debug_algo_delay_apply(algo);
+    }
     /* a message of the wrong size points at a mismatch: the check says
      * which, the same on every rank */
     if (!rc || rc == -EBADMSG) {
@@ -149,7 +160,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         rc = crc ? crc : rc;
     }
     if (!rc && tracked)
-        rc = sampi_tracker_end(c, algo, bytes, rc);
+        rc = sampi_tracker_end(c, algo, bytes, ac.active ? &ac : NULL);
     if (!rc)
         return MPI_SUCCESS;
     sampi_revoke(c, rc, "the data exchange"); /* no-op when a notice came first */

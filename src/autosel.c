@@ -23,13 +23,15 @@ int sampi_autosel_bucket(size_t bytes)
 
 int sampi_autosel_period(size_t bytes)
 {
-    /* The tracking exchange costs about one small allreduce: measure big
-     * calls often (a straggler shows there), small ones seldom (there the
-     * exchange costs as much as the call). */
+    /* The tracking exchange costs about one small allreduce (tens of us):
+     * measure big calls often, since the straggler prediction and the
+     * regime come from them (every second call of 1 MiB or more costs at
+     * most a few percent), small ones seldom (there the exchange costs as
+     * much as the call). */
     if (bytes >= ((size_t)1 << 20))
-        return 4;
+        return 2;
     if (bytes >= ((size_t)64 << 10))
-        return 32;
+        return 16;
     return 128;
 }
 
@@ -312,8 +314,8 @@ const struct sampi_autosel_cell *sampi_autosel_cell(const struct sampi_autosel *
     return s->cell[bucket][regime];
 }
 
-int sampi_autosel_ranking(const struct sampi_autosel_cell *c, int *best, double *best_ns,
-                          int *next, double *next_ns)
+int sampi_autosel_ranking(const struct sampi_autosel_cell *c, int *best, double *best_ns, int *next,
+                          double *next_ns)
 {
     *best = *next = -1;
     *best_ns = *next_ns = 0;

@@ -22,7 +22,7 @@
  *              best sample is above it too leaves.  When one arm is left, or
  *              every survivor has 5 samples, the cheapest median wins.
  *   CONVERGED  the winner runs; one call in `period` (by the cell's call
- *              count: 4 for calls of 1 MiB or more, 32 below, 128 below
+ *              count: 2 for calls of 1 MiB or more, 16 below, 128 below
  *              64 KiB) is measured to see drift.  The cell is explored again
  *              after `recheck` calls, a period that doubles from 128 up to
  *              8192 while the winner stays and starts again at 128 when it
@@ -37,7 +37,7 @@
  * ring, rhd (2 samples each); ring's best 300 > 1.5 x 95 leaves; calls 7-12
  * take native and rhd to 5 samples each; native's median 100 is more than 5%
  * above rhd's 95 and its best sample too: the cell converges on rhd after 12
- * calls, and from then on measures one call in 4 (1 MiB and more).
+ * calls, and from then on measures one call in 2 (1 MiB and more).
  */
 #ifndef SAMPI_AUTOSEL_H
 #define SAMPI_AUTOSEL_H
@@ -68,16 +68,16 @@ struct sampi_arm_costs {
 
 struct sampi_autosel_cell {
     enum sampi_autosel_state state;
-    uint32_t allowed;     /* arms that may run calls of this cell (bit per algorithm id) */
-    uint32_t candidates;  /* arms still in play while exploring */
-    int choice;           /* the winner (an algorithm id), -1 before the first */
-    int prior;            /* the model's favourite, explored first */
-    uint64_t calls;       /* calls decided in this cell */
-    uint64_t measured;    /* of those, measured */
+    uint32_t allowed;      /* arms that may run calls of this cell (bit per algorithm id) */
+    uint32_t candidates;   /* arms still in play while exploring */
+    int choice;            /* the winner (an algorithm id), -1 before the first */
+    int prior;             /* the model's favourite, explored first */
+    uint64_t calls;        /* calls decided in this cell */
+    uint64_t measured;     /* of those, measured */
     uint64_t explorations; /* times the cell was (re-)explored */
-    uint64_t recheck_at;  /* the cell's call count at which to explore again */
-    uint64_t recheck;     /* the current re-check period */
-    double converged_ns;  /* the winner's median when the cell converged */
+    uint64_t recheck_at;   /* the cell's call count at which to explore again */
+    uint64_t recheck;      /* the current re-check period */
+    double converged_ns;   /* the winner's median when the cell converged */
     struct sampi_arm_costs arm[SAMPI_ALGO__COUNT];
 };
 
@@ -129,8 +129,8 @@ int sampi_autosel_seed(struct sampi_autosel *s, int bucket, enum sampi_regime re
  * and its median (-1 / 0 when none).  NULL when the cell is empty. */
 const struct sampi_autosel_cell *sampi_autosel_cell(const struct sampi_autosel *s, int bucket,
                                                     enum sampi_regime regime);
-int sampi_autosel_ranking(const struct sampi_autosel_cell *c, int *best, double *best_ns,
-                          int *next, double *next_ns);
+int sampi_autosel_ranking(const struct sampi_autosel_cell *c, int *best, double *best_ns, int *next,
+                          double *next_ns);
 
 /* The median of an arm's recent costs (0 when it has none). */
 double sampi_arm_median(const struct sampi_arm_costs *a);

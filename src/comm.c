@@ -2,6 +2,7 @@
  * comm.c - per-communicator state as a cached attribute.
  */
 #include "comm.h"
+#include "auto.h"
 #include "revoke.h"
 #include "wait.h"
 #include "sampi_internal.h"
@@ -50,6 +51,11 @@ static void state_free(struct sampi_comm *c)
     free(c->stragglar);
     sampi_optcc_cache_free(c->optcc);
     sampi_tracker_free(c->tracker);
+    if (c->autosel) {
+        sampi_auto_log_table(c);
+        sampi_autosel_free(c->autosel);
+        free(c->autosel);
+    }
     sampi_stats_release(&c->stats);
     free(c);
 }

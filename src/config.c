@@ -131,6 +131,12 @@ static int validate_debug_delay(const char *text, char *err, size_t errlen)
     return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
 }
 
+static int validate_debug_algo_delay(const char *text, char *err, size_t errlen)
+{
+    double ms[SAMPI_ALGO__COUNT];
+    return sampi_debug_algo_delay_parse(text, ms, SAMPI_ALGO__COUNT, err, errlen);
+}
+
 static int validate_optcc_slowdown(const char *text, char *err, size_t errlen)
 {
     int rank;
@@ -152,6 +158,7 @@ static const struct {
 } string_validators[] = {
     {SAMPI_CVAR_PIN, validate_pin},
     {SAMPI_CVAR_DEBUG_DELAY, validate_debug_delay},
+    {SAMPI_CVAR_DEBUG_ALGO_DELAY, validate_debug_algo_delay},
     {SAMPI_CVAR_OPTCC_SLOWDOWN, validate_optcc_slowdown},
     {SAMPI_CVAR_OFI_BIND_BASE, validate_ofi_bind_base},
 };

@@ -6,6 +6,7 @@
  * the variable is empty.
  */
 #include "debug_delay.h"
+#include "algos.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
@@ -109,6 +110,67 @@ void sampi_debug_delay_apply(void)
         seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&seed;
     if (jit > 0)
         us += (long long)((double)rand_r(&seed) / RAND_MAX * (double)jit);
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+/* ---------------------------------------------- sampi_debug_algo_delay */
+
+int sampi_debug_algo_delay_parse(const char *text, double *ms, int nalgos, char *err, size_t errlen)
+{
+    for (int i = 0; i < nalgos; i++)
+        ms[i] = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        char name[32];
+        size_t len = strcspn(p, ":,");
+        if (p[len] != ':' || len == 0 || len >= sizeof(name))
+            goto bad;
+        memcpy(name, p, len);
+        name[len] = '\0';
+        const struct sampi_algo *a = sampi_algo_find(name);
+        if (!a || a->id == SAMPI_ALGO_AUTO)
+            goto bad;
+        char *end;
+        double d;
+        if (!parse_ms(p + len + 1, &end, &d) || (*end != ',' && *end != '\0'))
+            goto bad;
+        ms[a->id] = d;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+bad:
+    snprintf(err, errlen,
+             "sampi_debug_algo_delay: '%s' is not a list of algorithm:ms (an algorithm other "
+             "than auto, a delay of 0 to %.0f ms), e.g. 'ring:3' or 'native:5,rhd:5'",
+             text, MAX_DELAY_MS);
+    return -EINVAL;
+}
+
+static _Atomic long long algo_generation = -1;
+static _Atomic long long algo_delay_us[SAMPI_ALGO__COUNT];
+
+void sampi_debug_algo_delay_apply(int algo)
+{
+    long long generation = sampi_cvar_int(SAMPI_CVAR_DEBUG_ALGO_DELAY);
+    if (atomic_load_explicit(&algo_generation, memory_order_acquire) != generation) {
+        pthread_mutex_lock(&refresh_lock);
+        char text[SAMPI_CVAR_STRING_MAX], err[256];
+        double ms[SAMPI_ALGO__COUNT];
+        sampi_cvar_text(SAMPI_CVAR_DEBUG_ALGO_DELAY, text, sizeof(text));
+        if (sampi_debug_algo_delay_parse(text, ms, SAMPI_ALGO__COUNT, err, sizeof(err)))
+            ms[0] = 0; /* validated on set */
+        for (int i = 0; i < SAMPI_ALGO__COUNT; i++)
+            atomic_store(&algo_delay_us[i], (long long)(ms[i] * 1000));
+        atomic_store(&algo_generation, generation);
+        pthread_mutex_unlock(&refresh_lock);
+    }
+    if (algo < 0 || algo >= SAMPI_ALGO__COUNT)
+        return;
+    long long us = atomic_load_explicit(&algo_delay_us[algo], memory_order_relaxed);
+    if (us <= 0)
+        return;
     struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;

@@ -38,7 +38,6 @@ static size_t ceil_div(size_t a, size_t b)
 }
 
 struct round_state {
-    int64_t first_wait_ns;    /* posting to the first received segment; -1: none yet */
     sampi_netdev_req_t *reqs; /* receives first, then sends */
     sampi_netdev_req_t **pending;
     unsigned char *reduced; /* per receive segment */
@@ -125,7 +124,6 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
             goto fail;
     }
 
-    int64_t posted_at = sampi_now_ns();
     size_t left = posted;
     while (left) {
         int n = 0;
@@ -160,8 +158,6 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
                 size_t off = i * seg;
                 size_t len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
                 char *vec = buf + (rd->recv.offset + off) * ext;
-                if (st->first_wait_ns < 0)
-                    st->first_wait_ns = sampi_now_ns() - posted_at;
                 if (rd->action != SAMPI_RECV_COPY &&
                     send_still_reads(rd, seg, nsend, &st->reqs[nrecv], rd->recv.offset + off,
                                      rd->recv.offset + off + len)) {
@@ -199,8 +195,7 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
                              int nrounds, uint64_t seq)
 {
     struct sampi_comm *c = a->state;
-    struct round_state st = {.first_wait_ns = -1};
-    int first_peer = -1;
+    struct round_state st = {0};
     const size_t ext = a->dt.extent;
     int rc = 0;
 
@@ -230,16 +225,8 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
     for (int i = 0; i < nrounds && !rc; i++) {
         if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
             continue;
-        if (first_peer < 0)
-            first_peer = rounds[i].recv.peer;
         rc = run_round(a, c->nd, seq, i, &rounds[i], seg, scratch, &st, &w);
     }
-    /* Arrival as this rank sees it: how long its first receive waited for the
-     * peer it hears from first.  Only the rank next to a late rank sees the
-     * lateness directly; the pvars say so. */
-    if (!rc && st.first_wait_ns >= 0)
-        sampi_stats_note_arrival(c, st.first_wait_ns >= SAMPI_LATE_THRESHOLD_NS ? first_peer : -1,
-                                 st.first_wait_ns);
     free(st.reqs);
     free(st.pending);
     free(st.reduced);

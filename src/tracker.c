@@ -7,6 +7,7 @@
  * per rank and an allgather of two doubles.
  */
 #include "tracker.h"
+#include "auto.h"
 #include "comm.h"
 #include "revoke.h"
 #include "wait.h"
@@ -57,12 +58,15 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     return t;
 }
 
-int sampi_tracker_begin(struct sampi_comm *c, size_t bytes)
+int sampi_tracker_wanted(const struct sampi_comm *c, size_t bytes)
 {
     if (c->size < 3 || (long long)bytes < sampi_cvar_int(SAMPI_CVAR_TRACKER_MIN_BYTES))
         return 0;
-    if (mode() == SAMPI_STRAGGLAR_OFF && !sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT))
-        return 0;
+    return mode() != SAMPI_STRAGGLAR_OFF || sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT);
+}
+
+void sampi_tracker_begin(struct sampi_comm *c)
+{
     /* An allocation failure on one rank must not make it skip an exchange the
      * others make: on failure this rank takes part with a NULL tracker. */
     struct sampi_tracker *t = tracker_of(c);
@@ -70,7 +74,6 @@ int sampi_tracker_begin(struct sampi_comm *c, size_t bytes)
         t->entry_ns = sampi_now_ns();
         t->predicted = sampi_tracker_straggler(c);
     }
-    return 1;
 }
 
 /* Time per byte: the calls whose time after the last arrival the model
@@ -224,13 +227,31 @@ static int probe(struct sampi_comm *c, struct sampi_tracker *t, double out[2])
     return rc;
 }
 
-static int want_probe(const struct sampi_tracker *t)
+/* Probes move 2 sampi_optcc_probe_bytes per rank, three times over: on a
+ * calm network they back off, doubling the gap from sampi_optcc_probe_period
+ * up to 64 times it, and come back to it while a rank is suspect or
+ * degraded (to confirm, and to see it recover).  The first few tracked calls
+ * and calls below sampi_tracker_min_bytes follow the same rule: the gap
+ * counts tracked calls, agreed on every rank. */
+#define PROBE_BACKOFF_MAX 64
+
+static int want_probe(struct sampi_tracker *t, const struct sampi_comm *c, size_t bytes)
 {
-    if (!sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT) || slowdown_given())
+    if (!sampi_cvar_int(SAMPI_CVAR_OPTCC_DETECT) || slowdown_given() || c->size < 3 ||
+        (long long)bytes < sampi_cvar_int(SAMPI_CVAR_TRACKER_MIN_BYTES))
         return 0;
-    long long period = sampi_cvar_int(SAMPI_CVAR_OPTCC_PROBE_PERIOD);
-    return t->tracked <= SAMPI_DETECT_CONFIRM || (t->det.candidate >= 0 && t->det.rank < 0) ||
-           t->tracked % (uint64_t)(period > 0 ? period : 1) == 0;
+    uint64_t period = (uint64_t)sampi_cvar_int(SAMPI_CVAR_OPTCC_PROBE_PERIOD);
+    period = period ? period : 1;
+    if (t->probe_gap == 0 || t->det.candidate >= 0 || t->det.rank >= 0)
+        t->probe_gap = period;
+    if (t->tracked <= SAMPI_DETECT_CONFIRM || (t->det.candidate >= 0 && t->det.rank < 0))
+        return 1;
+    if (t->tracked < t->next_probe)
+        return 0;
+    t->next_probe = t->tracked + t->probe_gap;
+    if (t->det.rank < 0 && t->probe_gap < PROBE_BACKOFF_MAX * period)
+        t->probe_gap *= 2;
+    return 1;
 }
 
 static void publish(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes)
@@ -251,10 +272,24 @@ static void publish(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes)
                           memory_order_relaxed);
 }
 
-int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, int rc)
+/* What the call cost after its last arrival: the shortest stay, which is
+ * the last arriver's (-1 when a rank has no measurement). */
+static double last_arrival_cost(const double *dur, int n)
+{
+    double m = -1;
+    for (int i = 0; i < n; i++) {
+        if (!(dur[i] >= 0))
+            return -1;
+        m = m < 0 || dur[i] < m ? dur[i] : m;
+    }
+    return m;
+}
+
+int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes,
+                      const struct sampi_auto_call *call)
 {
     struct sampi_tracker *t = c->tracker;
-    double mine = t && rc == 0 ? (double)(sampi_now_ns() - t->entry_ns) : -1;
+    double mine = t ? (double)(sampi_now_ns() - t->entry_ns) : -1;
     /* Without a tracker (out of memory) this rank still takes part, into a
      * per-thread spare buffer, so that the others are not left waiting. */
     static _Thread_local double spare[SPARE_RANKS];
@@ -269,8 +304,13 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     if (!t)
         return -ENOMEM;
     t->tracked++;
+    double cost = last_arrival_cost(t->dur, c->size);
+    if (call && cost >= 0)
+        sampi_auto_learn(c, call, cost);
     struct sampi_arrival a;
     if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a) == 0) {
+        /* the arrival counters (pvars) come from the same exchange */
+        sampi_stats_note_arrival(c, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
         if (t->predicted >= 0) {
             sampi_stat_add(&c->stats.predictions, 1);
             sampi_stat_add(&sampi_process_stats.predictions, 1);
@@ -292,7 +332,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
                       sampi_algos[algo].name, a.last, a.gap_ns / 1e3, a.last_dur_ns / 1e3,
                       t->beta.ns_per_byte);
     }
-    if (want_probe(t)) {
+    if (want_probe(t, c, bytes)) {
         double times[2];
         int prc = probe(c, t, times);
         if (prc)

@@ -31,6 +31,8 @@ struct sampi_tracker {
     struct sampi_prediction now; /* pred's answer, recomputed when pred changes */
     int stragglar_rounds;        /* rounds of the matching schedule on n ranks, 0: not built */
     uint64_t tracked;            /* calls tracked */
+    uint64_t next_probe;         /* the tracked-call count of the next link probe */
+    uint64_t probe_gap;          /* tracked calls between probes now (backs off) */
     int64_t entry_ns;            /* this rank's entry into the current call */
     int predicted;               /* the straggler predicted for the current call, -1 none */
     double *dur;                 /* n durations of the last call */
@@ -44,14 +46,24 @@ struct sampi_tracker {
     _Atomic uint64_t pv_lateness_ns, pv_critical_ns, pv_slowdown_milli, pv_beta_ps;
 };
 
-/* Whether this call is tracked (agreed inputs only), and if so note the
- * entry time and the prediction in force.  Call after any injected delay. */
-int sampi_tracker_begin(struct sampi_comm *c, size_t bytes);
+/* Whether a call the user forced to an algorithm is tracked: at least
+ * sampi_tracker_min_bytes on 3 or more ranks (agreed inputs only), so that
+ * a forced `stragglar` still learns its straggler.  `auto` measures the calls
+ * its selector asks for instead (auto.h). */
+int sampi_tracker_wanted(const struct sampi_comm *c, size_t bytes);
 
-/* After a tracked call ran `algo` successfully: exchange the durations,
- * update the predictions, maybe probe.  Collective.  0, or a negative errno
- * when an exchange failed (the caller then revokes the communicator). */
-int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, int rc);
+/* A tracked call starts: note the entry time and the prediction in force.
+ * Call after any injected delay. */
+void sampi_tracker_begin(struct sampi_comm *c);
+
+/* After a tracked call ran `algo` successfully: exchange the durations (the
+ * one exchange of a measured call), tell `auto` what the call cost (call:
+ * NULL when auto did not decide it), update the predictions and the arrival
+ * counters, maybe probe.  Collective.  0, or a negative errno when an
+ * exchange failed (the caller then revokes the communicator). */
+struct sampi_auto_call;
+int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes,
+                      const struct sampi_auto_call *call);
 
 /* The straggler predicted for the next call, or -1. */
 int sampi_tracker_straggler(const struct sampi_comm *c);

@@ -4,13 +4,15 @@
  * Phases on MPI_COMM_WORLD (every result checked on every rank, every call):
  *  1. one rank (--late R) sleeps --delay-ms before each call: it must become
  *     the predicted straggler (pvar sampi_comm_predicted_straggler), `auto`
- *     must switch to `stragglar` (unless --expect-stragglar 0) and never on
- *     3 ranks, and the
- *     prediction must have been right in most calls;
- *  2. nobody is late: the prediction must lapse and `auto` go back;
+ *     must try `stragglar` (unless --expect-stragglar 0) and never on 3
+ *     ranks, and the prediction must have been right in most calls;
+ *  2. nobody is late: the prediction must lapse and `auto` leave stragglar;
  *  3. another rank is late: the prediction must follow it;
  *  4. sampi_optcc_slowdown is written through MPI_T ("rank:2"): `auto` must
- *     run `optcc`; cleared: `auto` must leave it.
+ *     run `optcc`; cleared: `auto` must never run it again.
+ * Which algorithm wins is measured (auto.test checks that); this test checks
+ * that the straggler and the degraded rank are found, and that the arms
+ * they make possible come and go with them.
  * Run with SAMPI_TRACKER_MIN_BYTES small enough for the message size.
  */
 #include "mpitest.h"
@@ -159,7 +161,9 @@ int main(int argc, char **argv)
     /* on 5 ranks StragglAR saves at most 1 - 1.5/1.6 of a ring: too close to
      * auto's 5% margin to demand it there */
     int expect = atoi(mt_option(argc, argv, "--expect-stragglar", size >= 4 ? "1" : "0"));
-    int calls = 24, last_is = 0;
+    /* enough calls for a new straggler to win the prediction's majority
+     * when auto measures one call in 2 */
+    int calls = 40, last_is = 0;
 
     /* 1. a persistent straggler */
     struct counter made, right_ones;
@@ -170,19 +174,20 @@ int main(int argc, char **argv)
     unsigned long long tried = counter_read(&made), right = counter_read(&right_ones);
     if (predicted != late)
         mt_fail(&st, "predicted straggler %d, want %d", predicted, late);
-    if (expect && !last_is)
+    /* once the straggler is predicted, stragglar is one of auto's arms:
+     * measured at least once; whether it wins is the measurements' call */
+    if (expect && !n_str)
         mt_fail(&st,
-                "auto did not end on stragglar with rank %d %g ms late (%d of %d calls; "
-                "lateness %llu ns, critical delay %llu ns, beta %llu ps/B)",
-                late, delay, n_str, calls,
-                pvar_ull("sampi_comm_predicted_lateness_ns", MPI_T_PVAR_CLASS_GENERIC),
-                pvar_ull("sampi_comm_stragglar_critical_delay_ns", MPI_T_PVAR_CLASS_GENERIC),
-                pvar_ull("sampi_comm_beta_ps_per_byte", MPI_T_PVAR_CLASS_GENERIC));
+                "auto never tried stragglar with rank %d %g ms late (%d calls; lateness %llu ns)",
+                late, delay, calls,
+                pvar_ull("sampi_comm_predicted_lateness_ns", MPI_T_PVAR_CLASS_GENERIC));
     if (size == 3 && n_str)
         mt_fail(&st, "auto ran stragglar on 3 ranks (%d calls)", n_str);
     if (!made.ok || !right_ones.ok)
         mt_fail(&st, "the prediction counters cannot be read through MPI_T");
-    else if (tried < (unsigned long long)calls / 2 || right * 10 < tried * 8)
+    /* predictions are made for measured calls only, which auto samples once
+     * its choice has converged (one in 2 at this size) */
+    else if (tried < 6 || right * 10 < tried * 8)
         mt_fail(&st, "predictions: %llu made, %llu right", tried, right);
 
     /* 2. nobody late: the prediction lapses */
@@ -204,9 +209,11 @@ int main(int argc, char **argv)
     snprintf(text, sizeof(text), "%d:2", size - 1);
     if (set_slowdown(text) != MPI_SUCCESS)
         mt_fail(&st, "could not write sampi_optcc_slowdown");
+    /* a degraded rank makes optcc an arm, and the model's favourite, which
+     * the new regime's exploration runs first */
     int n_optcc = phase("degraded", 4, -1, 0, count, "optcc", &last_is);
-    if (size >= 3 && n_optcc != 4)
-        mt_fail(&st, "auto ran optcc in %d of 4 calls with rank %d at l = 2", n_optcc, size - 1);
+    if (size >= 3 && n_optcc < 1)
+        mt_fail(&st, "auto never ran optcc in 4 calls with rank %d at l = 2", size - 1);
     set_slowdown("");
     n_optcc = phase("recovered", 4, -1, 0, count, "optcc", &last_is);
     if (n_optcc)

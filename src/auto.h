@@ -1,0 +1,38 @@
+/*
+ * auto.h - what `auto` runs for one call of a communicator: the regime its
+ * tracker sees (tracker.h), the exact algorithms that can run the call, the
+ * alpha-beta model's favourite among them (select.h), and the measured
+ * choice among those (autosel.h).  Every input is agreed across ranks, so
+ * every rank runs the same algorithm (DESIGN rule 1).
+ */
+#ifndef SAMPI_AUTO_H
+#define SAMPI_AUTO_H
+
+#include "algos.h"
+#include "autosel.h"
+
+struct sampi_comm;
+
+/* One call's decision, kept until its cost is known. */
+struct sampi_auto_call {
+    int active; /* the selector took the decision (else: the model alone) */
+    struct sampi_autosel_input in;
+    struct sampi_autosel_decision d;
+};
+
+/* The algorithm `auto` runs for call a on c; *call says whether to measure
+ * it (call->d.measure) and what to tell sampi_auto_learn afterwards. */
+enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
+                                     struct sampi_auto_call *call);
+
+/* The measured cost (time from the last arrival to completion, agreed
+ * across ranks) of a call decided by sampi_auto_decide. */
+void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, double cost_ns);
+
+/* The selector of c (NULL before its first auto call). */
+const struct sampi_autosel *sampi_auto_table(const struct sampi_comm *c);
+
+/* Log c's learned table (SAMPI_VERBOSE >= 1, at MPI_Finalize). */
+void sampi_auto_log_table(const struct sampi_comm *c);
+
+#endif
