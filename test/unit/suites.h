@@ -20,5 +20,6 @@ Suite *sampi_optireduce_suite(void);
 Suite *sampi_dgram_suite(void);
 Suite *sampi_optireduce_repair_suite(void);
 Suite *sampi_autosel_suite(void);
+Suite *sampi_tuning_suite(void);
 
 #endif
