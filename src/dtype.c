@@ -124,6 +124,14 @@ static const struct dtype_row dtype_table[] = {
     SROW(MPI_SHORT, short),
     UROW(MPI_UNSIGNED_SHORT, unsigned short),
     UROW(MPI_UNSIGNED_LONG_LONG, unsigned long long),
+    /* The MPI standard defines no reduction on MPI_CHAR, but Open MPI 4.1
+     * reduces it as int8_t: ompi_datatype_internal.h makes
+     * OMPI_DATATYPE_MPI_CHAR a synonym of OMPI_DATATYPE_MPI_INT8_T, so it
+     * takes the ten ops of a C integer (MINLOC/MAXLOC give MPI_ERR_OP) and
+     * MIN/MAX compare signed bytes even where char is unsigned (AArch64,
+     * POWER).  Hence I8, not the kind of `char`.  osu_allreduce reduces
+     * MPI_CHAR by default. */
+    ROW(MPI_CHAR, SAMPI_ELEM_I8, C_INTEGER, 1),
     SROW(MPI_SIGNED_CHAR, signed char),
     UROW(MPI_UNSIGNED_CHAR, unsigned char),
     SROW(MPI_INT8_T, int8_t),

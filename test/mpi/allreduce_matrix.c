@@ -35,6 +35,7 @@
 #include "sampi.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,6 +85,7 @@ SCALAR_INT(s_int, int, 1)
 SCALAR_INT(s_long, long, 1)
 SCALAR_INT(s_unsigned, unsigned, 0)
 SCALAR_INT(s_int8, int8_t, 1)
+SCALAR_INT(s_char, char, CHAR_MIN < 0)
 SCALAR_INT(s_uint64, uint64_t, 0)
 SCALAR_INT(s_short, short, 1)
 SCALAR_INT(s_bool, bool, 0)
@@ -95,7 +97,12 @@ SCALAR_REAL(s_ldouble, long double, LDBL_MANT_DIG == 64 ? 10 : sizeof(long doubl
 /* ------------------------------------------------------------ datatypes */
 
 /* MPI's datatype classes, which decide the ops defined on a type (MPI 4.0
- * section 6.9.2).  Fortran integers are not in the class logical ops take. */
+ * section 6.9.2).  Fortran integers are not in the class logical ops take.
+ * OMPI_CHAR is not an MPI class: the standard defines no op on MPI_CHAR, but
+ * Open MPI 4.1 reduces it as int8_t (ompi_datatype_internal.h makes
+ * OMPI_DATATYPE_MPI_CHAR a synonym of OMPI_DATATYPE_MPI_INT8_T) and accepts
+ * the ten ops below that name it; MINLOC/MAXLOC on it fail with MPI_ERR_OP
+ * (bad_args.c checks that SAMPI gives the same). */
 enum tclass {
     C_INTEGER = 1 << 0,
     F_INTEGER = 1 << 1,
@@ -104,6 +111,7 @@ enum tclass {
     LOGICAL = 1 << 4,
     BYTE = 1 << 5,
     PAIR = 1 << 6,
+    OMPI_CHAR = 1 << 7,
 };
 #define INTEGERS (C_INTEGER | F_INTEGER)
 
@@ -135,6 +143,8 @@ static const struct ttype types[] = {
     {MPI_LONG, "MPI_LONG", C_INTEGER, K_INT, &s_long, sizeof(long), 0, 0},
     {MPI_UNSIGNED, "MPI_UNSIGNED", C_INTEGER, K_INT, &s_unsigned, sizeof(unsigned), 0, 0},
     {MPI_INT8_T, "MPI_INT8_T", C_INTEGER, K_INT, &s_int8, 1, 0, 1},
+    /* osu_allreduce's default datatype, hence in the --quick subset */
+    {MPI_CHAR, "MPI_CHAR", OMPI_CHAR, K_INT, &s_char, 1, 0, 1},
     {MPI_UINT64_T, "MPI_UINT64_T", C_INTEGER, K_INT, &s_uint64, 8, 0, 0},
     {MPI_SHORT, "MPI_SHORT", C_INTEGER, K_INT, &s_short, sizeof(short), 0, 0},
     {MPI_INTEGER, "MPI_INTEGER", F_INTEGER, K_INT, &s_int, sizeof(int), 0, 0},
@@ -170,27 +180,28 @@ struct top {
 };
 
 static const struct top ops[] = {
-    {MPI_MAX, "MPI_MAX", INTEGERS | FLOATING, M_ARITH, 0, 0},
-    {MPI_MIN, "MPI_MIN", INTEGERS | FLOATING, M_ARITH, 0, 0},
-    {MPI_SUM, "MPI_SUM", INTEGERS | FLOATING | COMPLEX, M_ARITH, 1, 1},
-    {MPI_PROD, "MPI_PROD", INTEGERS | FLOATING | COMPLEX, M_PROD, 1, 0},
-    {MPI_LAND, "MPI_LAND", C_INTEGER | LOGICAL, M_LOGICAL, 0, 0},
-    {MPI_LOR, "MPI_LOR", C_INTEGER | LOGICAL, M_LOGICAL, 0, 0},
-    {MPI_LXOR, "MPI_LXOR", C_INTEGER | LOGICAL, M_LOGICAL, 0, 0},
-    {MPI_BAND, "MPI_BAND", INTEGERS | BYTE, M_BITS, 0, 0},
-    {MPI_BOR, "MPI_BOR", INTEGERS | BYTE, M_BITS, 0, 0},
-    {MPI_BXOR, "MPI_BXOR", INTEGERS | BYTE, M_BITS, 0, 0},
+    {MPI_MAX, "MPI_MAX", INTEGERS | FLOATING | OMPI_CHAR, M_ARITH, 0, 0},
+    {MPI_MIN, "MPI_MIN", INTEGERS | FLOATING | OMPI_CHAR, M_ARITH, 0, 0},
+    {MPI_SUM, "MPI_SUM", INTEGERS | FLOATING | COMPLEX | OMPI_CHAR, M_ARITH, 1, 1},
+    {MPI_PROD, "MPI_PROD", INTEGERS | FLOATING | COMPLEX | OMPI_CHAR, M_PROD, 1, 0},
+    {MPI_LAND, "MPI_LAND", C_INTEGER | LOGICAL | OMPI_CHAR, M_LOGICAL, 0, 0},
+    {MPI_LOR, "MPI_LOR", C_INTEGER | LOGICAL | OMPI_CHAR, M_LOGICAL, 0, 0},
+    {MPI_LXOR, "MPI_LXOR", C_INTEGER | LOGICAL | OMPI_CHAR, M_LOGICAL, 0, 0},
+    {MPI_BAND, "MPI_BAND", INTEGERS | BYTE | OMPI_CHAR, M_BITS, 0, 0},
+    {MPI_BOR, "MPI_BOR", INTEGERS | BYTE | OMPI_CHAR, M_BITS, 0, 0},
+    {MPI_BXOR, "MPI_BXOR", INTEGERS | BYTE | OMPI_CHAR, M_BITS, 0, 0},
     {MPI_MAXLOC, "MPI_MAXLOC", PAIR, M_LOC, 0, 0},
     {MPI_MINLOC, "MPI_MINLOC", PAIR, M_LOC, 0, 0},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
 /* The only (type, op) pairs run with 2^22 elements: enough to cross every
- * segment and pipeline boundary while keeping the run short. */
+ * segment and pipeline boundary while keeping the run short.  MPI_CHAR
+ * MPI_SUM is osu_allreduce's default call; its sums overflow and must wrap. */
 static const struct {
     MPI_Datatype dt;
     MPI_Op op;
-} big_pairs[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}};
+} big_pairs[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}, {MPI_CHAR, MPI_SUM}};
 
 static const char *const algos[] = {"native", "ring", "rhd", "stragglar", "optcc", "auto"};
 #define NALGOS (sizeof algos / sizeof algos[0])

@@ -82,8 +82,8 @@ static double now(void)
 
 enum sendsel { SEND_OK, SEND_NULL, SEND_RECVBUF };  /* SEND_RECVBUF: the receive buffer itself */
 enum recvsel { RECV_OK, RECV_NULL, RECV_IN_PLACE }; /* RECV_IN_PLACE: MPI_IN_PLACE as recvbuf */
-enum dtsel { D_INT, D_NULL, D_2INT, D_FLOAT, D_UNCOMMITTED };
-enum opsel { O_SUM, O_NULL, O_BAND, O_USER };
+enum dtsel { D_INT, D_NULL, D_2INT, D_FLOAT, D_UNCOMMITTED, D_CHAR };
+enum opsel { O_SUM, O_NULL, O_BAND, O_USER, O_MAXLOC, O_MINLOC };
 
 struct bad_case {
     const char *name;
@@ -111,6 +111,10 @@ static const struct bad_case cases[] = {
     {"recvbuf == MPI_IN_PLACE", SEND_OK, RECV_IN_PLACE, N, D_INT, O_SUM, 0, 0},
     {"MPI_SUM on MPI_2INT", SEND_OK, RECV_OK, N / 2, D_2INT, O_SUM, 0, 0},
     {"MPI_BAND on MPI_FLOAT", SEND_OK, RECV_OK, N, D_FLOAT, O_BAND, 0, 0},
+    /* SAMPI runs MPI_CHAR with the ten ops Open MPI accepts on it; these two
+     * Open MPI refuses (MPI_ERR_OP), and so must SAMPI. */
+    {"MPI_MAXLOC on MPI_CHAR", SEND_OK, RECV_OK, N, D_CHAR, O_MAXLOC, 0, 0},
+    {"MPI_MINLOC on MPI_CHAR", SEND_OK, RECV_OK, N, D_CHAR, O_MINLOC, 0, 0},
     {"uncommitted derived type, MPI_SUM", SEND_OK, RECV_OK, N / 2, D_UNCOMMITTED, O_SUM, 0, 0},
     {"uncommitted derived type, user op", SEND_OK, RECV_OK, N / 2, D_UNCOMMITTED, O_USER, 0, 0},
     /* Last: Open MPI's MPI_BOTTOM is NULL, so its aliasing check lets this
@@ -120,8 +124,8 @@ static const struct bad_case cases[] = {
 };
 
 struct handles {
-    MPI_Datatype dt[5];
-    MPI_Op op[4];
+    MPI_Datatype dt[6];
+    MPI_Op op[6];
 };
 
 struct args {
@@ -265,8 +269,9 @@ static void run_good_call(struct mt_state *st, MPI_Comm comm, const char *cname,
 
 static void run_bad_args(struct mt_state *st)
 {
-    struct handles h = {{MPI_INT, MPI_DATATYPE_NULL, MPI_2INT, MPI_FLOAT, MPI_DATATYPE_NULL},
-                        {MPI_SUM, MPI_OP_NULL, MPI_BAND, MPI_OP_NULL}};
+    struct handles h = {
+        {MPI_INT, MPI_DATATYPE_NULL, MPI_2INT, MPI_FLOAT, MPI_DATATYPE_NULL, MPI_CHAR},
+        {MPI_SUM, MPI_OP_NULL, MPI_BAND, MPI_OP_NULL, MPI_MAXLOC, MPI_MINLOC}};
     PMPI_Type_contiguous(2, MPI_INT, &h.dt[D_UNCOMMITTED]);
     PMPI_Op_create(user_sum, 1, &h.op[O_USER]);
     MPI_Comm dup;

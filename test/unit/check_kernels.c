@@ -1106,6 +1106,7 @@ static size_t expected(struct expect *out)
         X(MPI_LONG_LONG_INT, I64, C_INTEGER, sizeof(long long)),
         X(MPI_LONG_LONG, I64, C_INTEGER, sizeof(long long)),
         X(MPI_UNSIGNED_LONG_LONG, U64, C_INTEGER, sizeof(unsigned long long)),
+        X(MPI_CHAR, I8, C_INTEGER, sizeof(char)),
         X(MPI_SIGNED_CHAR, I8, C_INTEGER, sizeof(signed char)),
         X(MPI_UNSIGNED_CHAR, U8, C_INTEGER, sizeof(unsigned char)),
         X(MPI_INT8_T, I8, C_INTEGER, sizeof(int8_t)),
@@ -1210,7 +1211,7 @@ END_TEST
 START_TEST(test_dtype_unmapped)
 {
     const MPI_Datatype no[] = {
-        MPI_DATATYPE_NULL, MPI_CHAR, MPI_WCHAR, MPI_PACKED, MPI_2COMPLEX, MPI_2DOUBLE_COMPLEX,
+        MPI_DATATYPE_NULL, MPI_WCHAR, MPI_PACKED, MPI_2COMPLEX, MPI_2DOUBLE_COMPLEX,
 #ifdef MPI_REAL16
         MPI_REAL16, /* quad precision in gfortran, not long double */
 #endif
@@ -1226,6 +1227,47 @@ START_TEST(test_dtype_unmapped)
         memset(&info, 0x5A, sizeof info);
         ck_assert_msg(sampi_dtype_lookup(no[k], &info) == -1, "entry %zu should be unmapped", k);
     }
+}
+END_TEST
+
+/*
+ * MPI_CHAR as Open MPI 4.1 reduces it: as int8_t (OMPI_DATATYPE_MPI_CHAR is
+ * a synonym of OMPI_DATATYPE_MPI_INT8_T), so signed whatever the signedness
+ * of the platform's char, SUM and PROD wrapping, and with the ten ops of a C
+ * integer; MINLOC and MAXLOC go to Open MPI, which refuses them.
+ */
+START_TEST(test_dtype_mpi_char)
+{
+    struct sampi_dtype_info info;
+    ck_assert_int_eq(sampi_dtype_lookup(MPI_CHAR, &info), 0);
+    ck_assert_int_eq(info.elem, SAMPI_ELEM_I8);
+    ck_assert_uint_eq(info.extent, 1);
+
+    int defined = 0;
+    for (int op = 0; op < SAMPI_OP__COUNT; op++) {
+        const int yes = sampi_op_defined_on((enum sampi_op)op, info.tclass) != 0;
+        const int loc = op == SAMPI_OP_MINLOC || op == SAMPI_OP_MAXLOC;
+        ck_assert_msg(yes == !loc, "MPI_CHAR %s: defined %d", sampi_op_name((enum sampi_op)op),
+                      yes);
+        defined += yes;
+    }
+    ck_assert_int_eq(defined, 10);
+
+    /* bytes as they arrive in a char buffer: 0xff is -1, 0x80 is -128 */
+    unsigned char in[4] = {100, 0xff, 0x80, 0x7f}, io[4] = {100, 0x01, 0x01, 0x01};
+    unsigned char b[4];
+    memcpy(b, io, sizeof b);
+    sampi_reduce_fn_get(SAMPI_OP_SUM, info.elem)(b, in, 4);
+    ck_assert(b[0] == 0xc8 && b[1] == 0x00 && b[2] == 0x81 && b[3] == 0x80);
+    memcpy(b, io, sizeof b);
+    sampi_reduce_fn_get(SAMPI_OP_MAX, info.elem)(b, in, 4);
+    ck_assert(b[0] == 100 && b[1] == 0x01 && b[2] == 0x01 && b[3] == 0x7f);
+    memcpy(b, io, sizeof b);
+    sampi_reduce_fn_get(SAMPI_OP_MIN, info.elem)(b, in, 4);
+    ck_assert(b[0] == 100 && b[1] == 0xff && b[2] == 0x80 && b[3] == 0x01);
+    memcpy(b, io, sizeof b);
+    sampi_reduce_fn_get(SAMPI_OP_PROD, info.elem)(b, in, 4);
+    ck_assert(b[0] == 0x10 && b[1] == 0xff && b[2] == 0x80 && b[3] == 0x7f);
 }
 END_TEST
 
@@ -1331,6 +1373,7 @@ Suite *sampi_kernels_suite(void)
     tc = tcase_create("dtype");
     tcase_add_test(tc, test_dtype_lookup);
     tcase_add_test(tc, test_dtype_unmapped);
+    tcase_add_test(tc, test_dtype_mpi_char);
     tcase_add_test(tc, test_op_lookup);
     tcase_add_test(tc, test_op_defined_on);
     suite_add_tcase(s, tc);
