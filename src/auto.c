@@ -14,22 +14,149 @@
 #include "sampi_internal.h"
 #include "select.h"
 #include "tracker.h"
+#include "tuning.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define RING_MIN_BLOCK 4096
 
+/* A communicator's auto state: the selector, and what the performance
+ * variables read from any thread (published after each decision). */
+struct sampi_auto_state {
+    struct sampi_autosel sel;
+    _Atomic int pv_choice[SAMPI_AUTOSEL_BUCKETS];
+    _Atomic uint64_t pv_cost_ns[SAMPI_AUTOSEL_BUCKETS];
+    _Atomic uint64_t pv_explorations;
+    _Atomic int pv_regime;
+};
+
+/* The tuning file (sampi_tuning_file): what was loaded when the library
+ * started, and what this run learned, collected from each communicator as
+ * its state is freed; MPI_COMM_WORLD rank 0 writes it at MPI_Finalize. */
+static struct sampi_tuning kept, learned;
+static uint64_t kept_hash;
+static pthread_mutex_t tuning_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sampi_auto_tuning_load(void)
+{
+    char path[SAMPI_CVAR_STRING_MAX];
+    sampi_tuning_init(&kept);
+    sampi_tuning_init(&learned);
+    sampi_cvar_text(SAMPI_CVAR_TUNING_FILE, path, sizeof(path));
+    if (!path[0])
+        return;
+    if (sampi_tuning_load(path, sampi_tuning_layout_here(), &kept) == 0 && kept.n)
+        sampi_log(SAMPI_LOG_SETUP, "auto: %zu learned entries loaded from %s", kept.n, path);
+    kept_hash = kept.n ? sampi_tuning_hash(&kept) : 0;
+}
+
+uint64_t sampi_auto_tuning_hash(void)
+{
+    return kept_hash;
+}
+
+void sampi_auto_tuning_save(void)
+{
+    char path[SAMPI_CVAR_STRING_MAX];
+    int wrank = 0;
+    sampi_cvar_text(SAMPI_CVAR_TUNING_FILE, path, sizeof(path));
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    pthread_mutex_lock(&tuning_lock);
+    if (path[0] && wrank == 0) {
+        /* what this run measured wins; what it did not see is kept */
+        for (size_t i = 0; i < kept.n; i++)
+            if (!sampi_tuning_get(&learned, kept.e[i].ranks, kept.e[i].bucket, kept.e[i].regime))
+                sampi_tuning_put(&learned, &kept.e[i]);
+        learned.layout = sampi_tuning_layout_here();
+        learned.has_layout = 1;
+        if (sampi_tuning_save(path, &learned) == 0)
+            sampi_log(SAMPI_LOG_INFO, "auto: %zu learned entries written to %s", learned.n, path);
+    }
+    sampi_tuning_free(&learned);
+    sampi_tuning_free(&kept);
+    pthread_mutex_unlock(&tuning_lock);
+}
+
+void sampi_auto_release(struct sampi_comm *c)
+{
+    if (!c->autosel)
+        return;
+    sampi_auto_log_table(c);
+    pthread_mutex_lock(&tuning_lock);
+    sampi_tuning_collect(&learned, c->size, &c->autosel->sel);
+    pthread_mutex_unlock(&tuning_lock);
+    sampi_autosel_free(&c->autosel->sel);
+    free(c->autosel);
+    c->autosel = NULL;
+}
+
 static struct sampi_autosel *table_of(struct sampi_comm *c)
 {
-    if (!c->autosel && (c->autosel = malloc(sizeof(*c->autosel))))
-        sampi_autosel_init(c->autosel);
-    return c->autosel;
+    if (!c->autosel && (c->autosel = calloc(1, sizeof(*c->autosel)))) {
+        sampi_autosel_init(&c->autosel->sel);
+        for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+            atomic_store(&c->autosel->pv_choice[b], -1);
+        /* every rank loaded the same table: the join compared its hash */
+        int n = sampi_tuning_seed(&kept, c->size, &c->autosel->sel);
+        if (n > 0)
+            sampi_log(SAMPI_LOG_SETUP, "communicator %llu: auto starts from %d learned entries",
+                      (unsigned long long)sampi_comm_label(c), n);
+    }
+    return c->autosel ? &c->autosel->sel : NULL;
+}
+
+/* After a decision: what the cell of `bucket` in `regime` now says. */
+static void publish(struct sampi_auto_state *st, int bucket, enum sampi_regime regime)
+{
+    const struct sampi_autosel_cell *cell = sampi_autosel_cell(&st->sel, bucket, regime);
+    int best, next;
+    double best_ns, next_ns;
+    if (sampi_autosel_ranking(cell, &best, &best_ns, &next, &next_ns))
+        best = -1;
+    atomic_store_explicit(&st->pv_choice[bucket], best, memory_order_relaxed);
+    atomic_store_explicit(&st->pv_cost_ns[bucket], best >= 0 ? (uint64_t)best_ns : 0,
+                          memory_order_relaxed);
+    uint64_t total = 0;
+    for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+        for (int r = 0; r < SAMPI_REGIME__COUNT; r++)
+            total += st->sel.cell[b][r] ? st->sel.cell[b][r]->explorations : 0;
+    atomic_store_explicit(&st->pv_explorations, total, memory_order_relaxed);
+    atomic_store_explicit(&st->pv_regime, regime, memory_order_relaxed);
+}
+
+int sampi_auto_pvar_choice(const struct sampi_comm *c, int bucket)
+{
+    return c && c->autosel
+               ? atomic_load_explicit(&c->autosel->pv_choice[bucket], memory_order_relaxed)
+               : -1;
+}
+
+uint64_t sampi_auto_pvar_cost_ns(const struct sampi_comm *c, int bucket)
+{
+    return c && c->autosel
+               ? atomic_load_explicit(&c->autosel->pv_cost_ns[bucket], memory_order_relaxed)
+               : 0;
+}
+
+uint64_t sampi_auto_pvar_explorations(const struct sampi_comm *c)
+{
+    return c && c->autosel
+               ? atomic_load_explicit(&c->autosel->pv_explorations, memory_order_relaxed)
+               : 0;
+}
+
+int sampi_auto_pvar_regime(const struct sampi_comm *c)
+{
+    return c && c->autosel ? atomic_load_explicit(&c->autosel->pv_regime, memory_order_relaxed)
+                           : SAMPI_REGIME_NONE;
 }
 
 const struct sampi_autosel *sampi_auto_table(const struct sampi_comm *c)
 {
-    return c->autosel;
+    return c->autosel ? &c->autosel->sel : NULL;
 }
 
 static uint32_t arm(enum sampi_algo_id id)
@@ -43,15 +170,20 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
     const size_t bytes = a->count * a->dt.extent;
     struct sampi_select_hints h;
     sampi_tracker_hints(c, a->count, a->dt.extent, &h);
-    enum sampi_regime regime = h.degraded >= 0    ? SAMPI_REGIME_DEGRADED
-                               : h.straggler >= 0 ? SAMPI_REGIME_STRAGGLER
-                                                  : SAMPI_REGIME_NONE;
+    /* A regime is a different table only where it brings an arm: a
+     * straggler on 3 ranks (where StragglAR cannot win) or a call optcc
+     * cannot run keeps the calls in the regime without one. */
+    int degraded = h.degraded >= 0 && sampi_optcc_suited(a);
+    int straggler = h.straggler >= 0 && c->size >= 4 && sampi_stragglar_suited(a);
+    enum sampi_regime regime = degraded    ? SAMPI_REGIME_DEGRADED
+                               : straggler ? SAMPI_REGIME_STRAGGLER
+                                           : SAMPI_REGIME_NONE;
     uint32_t allowed = arm(SAMPI_ALGO_NATIVE) | arm(SAMPI_ALGO_RHD);
     if (bytes / (size_t)c->size >= RING_MIN_BLOCK)
         allowed |= arm(SAMPI_ALGO_RING);
-    if (regime == SAMPI_REGIME_STRAGGLER && c->size >= 4 && sampi_stragglar_suited(a))
+    if (regime == SAMPI_REGIME_STRAGGLER)
         allowed |= arm(SAMPI_ALGO_STRAGGLAR);
-    if (regime == SAMPI_REGIME_DEGRADED && sampi_optcc_suited(a))
+    if (regime == SAMPI_REGIME_DEGRADED)
         allowed |= arm(SAMPI_ALGO_OPTCC);
     enum sampi_algo_id prior = sampi_select_auto_hinted(bytes, c->size, &h);
     if (!(allowed & arm(prior)))
@@ -63,6 +195,7 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
     if (!s || sampi_autosel_decide(s, &call->in, &call->d))
         return prior; /* out of memory: the model alone, the same on every rank */
     call->active = 1;
+    publish(c->autosel, call->d.bucket, regime);
     if (s->regime_changes != c->auto_regime_changes) {
         c->auto_regime_changes = s->regime_changes;
         sampi_log(SAMPI_LOG_SETUP, "communicator %llu: auto now sees regime '%s'",
@@ -75,10 +208,12 @@ void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, 
 {
     if (!call->active || !c->autosel)
         return;
-    if (!sampi_autosel_note(c->autosel, &call->in, call->d.algo, cost_ns))
+    int converged = sampi_autosel_note(&c->autosel->sel, &call->in, call->d.algo, cost_ns);
+    publish(c->autosel, call->d.bucket, call->in.regime);
+    if (!converged)
         return;
     const struct sampi_autosel_cell *cell =
-        sampi_autosel_cell(c->autosel, call->d.bucket, call->in.regime);
+        sampi_autosel_cell(&c->autosel->sel, call->d.bucket, call->in.regime);
     int best, next;
     double best_ns, next_ns;
     if (sampi_autosel_ranking(cell, &best, &best_ns, &next, &next_ns))
@@ -101,7 +236,7 @@ void sampi_auto_log_table(const struct sampi_comm *c)
         return;
     for (int r = 0; r < SAMPI_REGIME__COUNT; r++)
         for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++) {
-            const struct sampi_autosel_cell *cell = sampi_autosel_cell(c->autosel, b, r);
+            const struct sampi_autosel_cell *cell = sampi_autosel_cell(&c->autosel->sel, b, r);
             int best, next;
             double best_ns, next_ns;
             if (!cell || sampi_autosel_ranking(cell, &best, &best_ns, &next, &next_ns))

@@ -11,6 +11,8 @@
 #include "algos.h"
 #include "autosel.h"
 
+#include <stdint.h>
+
 struct sampi_comm;
 
 /* One call's decision, kept until its cost is known. */
@@ -29,10 +31,30 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
  * across ranks) of a call decided by sampi_auto_decide. */
 void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, double cost_ns);
 
+/* What the performance variables read (any thread): the algorithm auto
+ * runs for calls of `bucket` in the current regime (-1: none yet), its
+ * median cost, the explorations so far, the regime of the last call. */
+int sampi_auto_pvar_choice(const struct sampi_comm *c, int bucket);
+uint64_t sampi_auto_pvar_cost_ns(const struct sampi_comm *c, int bucket);
+uint64_t sampi_auto_pvar_explorations(const struct sampi_comm *c);
+int sampi_auto_pvar_regime(const struct sampi_comm *c);
+
 /* The selector of c (NULL before its first auto call). */
 const struct sampi_autosel *sampi_auto_table(const struct sampi_comm *c);
 
-/* Log c's learned table (SAMPI_VERBOSE >= 1, at MPI_Finalize). */
+/* Log c's learned table (SAMPI_VERBOSE >= 1, when its state is freed). */
 void sampi_auto_log_table(const struct sampi_comm *c);
+
+/* c's state is being freed: log its table, keep what it learned for the
+ * tuning file, free the selector. */
+void sampi_auto_release(struct sampi_comm *c);
+
+/* The tuning file (sampi_tuning_file, tuning.h): loaded once MPI is up (every
+ * rank reads it; the join compares sampi_auto_tuning_hash across ranks),
+ * written at MPI_Finalize by MPI_COMM_WORLD rank 0, after every state was
+ * released. */
+void sampi_auto_tuning_load(void);
+uint64_t sampi_auto_tuning_hash(void);
+void sampi_auto_tuning_save(void);
 
 #endif

@@ -51,11 +51,7 @@ static void state_free(struct sampi_comm *c)
     free(c->stragglar);
     sampi_optcc_cache_free(c->optcc);
     sampi_tracker_free(c->tracker);
-    if (c->autosel) {
-        sampi_auto_log_table(c);
-        sampi_autosel_free(c->autosel);
-        free(c->autosel);
-    }
+    sampi_auto_release(c);
     sampi_stats_release(&c->stats);
     free(c);
 }
@@ -121,7 +117,8 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
 
 uint32_t sampi_comm_pattern_hash(const struct sampi_comm *c)
 {
-    uint32_t h = sampi_config_pattern_hash();
+    uint64_t tuned = sampi_auto_tuning_hash(); /* a kept table seeds decisions */
+    uint32_t h = sampi_config_pattern_hash() ^ (uint32_t)tuned ^ (uint32_t)(tuned >> 32);
     h = h * 31u + (uint32_t)(c->forced_algo + 1);
     return h * 31u + (uint32_t)(c->forced_netdev + 1);
 }

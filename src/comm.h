@@ -23,7 +23,7 @@
 struct sampi_stragglar_schedule;
 struct sampi_optcc_cache;
 struct sampi_tracker;
-struct sampi_autosel;
+struct sampi_auto_state;
 struct join_bufs;
 
 struct sampi_comm {
@@ -58,7 +58,7 @@ struct sampi_comm {
     /* arrivals and links seen in tracked calls (tracker.h), NULL until the first */
     struct sampi_tracker *tracker;
     /* auto's learned costs (auto.h), NULL until the first auto call */
-    struct sampi_autosel *autosel;
+    struct sampi_auto_state *autosel;
     uint64_t auto_regime_changes; /* regime changes already logged */
     size_t scratch_size;
     unsigned warned; /* fallback reasons already reported (bit per reason) */

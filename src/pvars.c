@@ -5,6 +5,7 @@
  * variables, whose counters live in sampi_process_stats.
  */
 #include "pvars.h"
+#include "auto.h"
 #include "comm.h"
 #include "stats.h"
 #include "tracker.h"
@@ -173,12 +174,50 @@ static void fetch_predictions_right(struct sampi_comm *c, void *out, int n)
     fetch_one(c ? &c->stats.predictions_right : NULL, out, n);
 }
 
+/* Bucket b holds calls of up to 2^b bytes: named by that bound. */
+static const char *const bucket_names[SAMPI_AUTOSEL_BUCKETS] = {
+    "1B",   "2B",   "4B",   "8B",   "16B",   "32B",   "64B",   "128B",   "256B",   "512B",
+    "1KiB", "2KiB", "4KiB", "8KiB", "16KiB", "32KiB", "64KiB", "128KiB", "256KiB", "512KiB",
+    "1MiB", "2MiB", "4MiB", "8MiB", "16MiB", "32MiB", "64MiB", "128MiB", "256MiB", "512MiB",
+    "1GiB", "2GiB", "4GiB", "8GiB", "16GiB", "32GiB", "64GiB", "128GiB", "256GiB", "512GiB",
+    "1TiB", "2TiB", "4TiB", "8TiB", "16TiB", "32TiB", "64TiB", "128TiB",
+};
+
+static void fetch_auto_choice(struct sampi_comm *c, void *out, int n)
+{
+    int *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_auto_pvar_choice(c, i);
+}
+
+static void fetch_auto_cost(struct sampi_comm *c, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_auto_pvar_cost_ns(c, i);
+}
+
+static void fetch_auto_explorations(struct sampi_comm *c, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_auto_pvar_explorations(c);
+}
+
+static void fetch_auto_regime(struct sampi_comm *c, void *out, int n)
+{
+    int *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_auto_pvar_regime(c);
+}
+
 int sampi_pvar_count(enum sampi_pvar_id id, const struct sampi_comm *c)
 {
     static const int fixed[] = {
         [SAMPI_PVAR_COUNT_ONE] = 1,
         [SAMPI_PVAR_COUNT_ALGOS] = SAMPI_ALGO__COUNT,
         [SAMPI_PVAR_COUNT_FALLBACKS] = SAMPI_FALLBACK__COUNT,
+        [SAMPI_PVAR_COUNT_BUCKETS] = SAMPI_AUTOSEL_BUCKETS,
     };
     enum sampi_pvar_count k = sampi_pvar_descs[id].count;
     if (k == SAMPI_PVAR_COUNT_PEERS)
@@ -193,6 +232,8 @@ const char *sampi_pvar_element_name(enum sampi_pvar_id id, int i)
         return i >= 0 && i < SAMPI_ALGO__COUNT ? sampi_algos[i].name : NULL;
     case SAMPI_PVAR_COUNT_FALLBACKS:
         return i >= 0 && i < SAMPI_FALLBACK__COUNT ? sampi_fallback_reason_names[i] : NULL;
+    case SAMPI_PVAR_COUNT_BUCKETS:
+        return i >= 0 && i < SAMPI_AUTOSEL_BUCKETS ? bucket_names[i] : NULL;
     default:
         return NULL;
     }

@@ -29,6 +29,7 @@ enum sampi_pvar_count {
     SAMPI_PVAR_COUNT_ALGOS,     /* one element per algorithm */
     SAMPI_PVAR_COUNT_FALLBACKS, /* one element per fallback reason */
     SAMPI_PVAR_COUNT_PEERS,     /* one element per rank of the bound communicator */
+    SAMPI_PVAR_COUNT_BUCKETS,   /* one element per message-size bucket of auto (autosel.h) */
 };
 
 enum sampi_pvar_kind {

@@ -8,6 +8,7 @@
  * initialised through a path we do not wrap (Open MPI's Fortran MPI_INIT calls
  * PMPI_Init directly).
  */
+#include "auto.h"
 #include "comm.h"
 #include "revoke.h"
 #include "sampi_internal.h"
@@ -47,6 +48,7 @@ int sampi_runtime_mpi_ready(void)
         PMPI_Comm_size(MPI_COMM_WORLD, &size);
         sampi_log_set_rank(rank);
         sampi_revoked_code(); /* registered now, while every thread is quiet */
+        sampi_auto_tuning_load();
         if (sampi_comm_init() == 0) {
             atomic_store_explicit(&mpi_ready, 1, memory_order_release);
             if (rank == 0) {
@@ -67,6 +69,7 @@ void sampi_runtime_fini(void)
         return;
     sampi_stats_log_summary();
     sampi_comm_free_all();
+    sampi_auto_tuning_save();
     atomic_store(&mpi_ready, 0);
 }
 

@@ -303,6 +303,11 @@ static void sessions(MPI_Comm c2)
     MPI_T_pvar_handle calls, proc, peers, last, native = MPI_T_PVAR_HANDLE_NULL;
     int count = 0, ncalls = 0;
     const int nat = enum_value("sampi_algorithm", "native");
+    /* the counters are under test, not auto's choice (which explores): every
+     * call on c2 runs native */
+    MPI_T_cvar_handle force = cvar_handle("sampi_comm_algorithm", &c2);
+    CHECK(MPI_T_cvar_write(force, &nat) == MPI_SUCCESS, "force native on c2");
+    MPI_T_cvar_handle_free(&force);
     CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS, "session");
     CHECK(MPI_T_pvar_handle_alloc(s, pvar_index("sampi_comm_calls", MPI_T_PVAR_CLASS_COUNTER), &c2,
                                   &calls, &ncalls) == MPI_SUCCESS,

@@ -1,0 +1,190 @@
+/*
+ * auto_check.c - `auto` decides by measurement, run by auto.test.
+ *
+ *   auto_check learn      on MPI_COMM_WORLD, 2 MiB float sums:
+ *       1. auto converges on some algorithm X (whatever this machine says);
+ *       2. sampi_debug_algo_delay makes X's calls 50 ms slower on every rank
+ *          (written through MPI_T): within 120 calls auto must stop running
+ *          X (its last 10 calls run something else);
+ *       3. the delay moves to every other algorithm auto may run here: within
+ *          400 calls auto must be back on X (its last 10 calls run X);
+ *       every call's result is exact, and every rank runs the same algorithm
+ *       at every call.  Counted in calls, not seconds.
+ *   auto_check tuning PHASE   with SAMPI_TUNING_FILE set (auto.test passes
+ *       it): 41 calls of 2 MiB and 41 of 64 KiB; prints, on rank 0, the
+ *       algorithm the first call of each size ran ("auto_check: first BYTES
+ *       ALGO") and how many explorations it began ("auto_check: explored
+ *       BYTES N").  PHASE "fresh" expects the first call to explore;
+ *       "seeded" expects none (the table came from the file), and auto.test
+ *       checks that it ran the algorithm the file names.
+ */
+#include "mpitest.h"
+#include "sampi.h"
+
+static struct mt_state st;
+static int rank, size;
+
+#define COUNT (512 * 1024) /* floats: 2 MiB */
+
+static int set_text_cvar(const char *name, const char *text)
+{
+    int idx, n, rc;
+    MPI_T_cvar_handle h;
+    if ((rc = MPI_T_cvar_get_index(name, &idx)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_T_cvar_handle_alloc(idx, NULL, &h, &n)) != MPI_SUCCESS)
+        return rc;
+    rc = MPI_T_cvar_write(h, text);
+    MPI_T_cvar_handle_free(&h);
+    return rc;
+}
+
+static unsigned long long read_pvar_ull(const char *name, int cls, MPI_Comm comm)
+{
+    int idx, n;
+    unsigned long long v[64] = {0};
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h;
+    if (MPI_T_pvar_get_index(name, cls, &idx) != MPI_SUCCESS)
+        return ~0ull;
+    MPI_T_pvar_session_create(&s);
+    if (MPI_T_pvar_handle_alloc(s, idx, &comm, &h, &n) == MPI_SUCCESS) {
+        MPI_T_pvar_read(s, h, v);
+        MPI_T_pvar_handle_free(s, &h);
+    }
+    MPI_T_pvar_session_free(&s);
+    return v[0];
+}
+
+/* One sum of `count` floats; checks the result; returns the algorithm that
+ * ran (agreed: a disagreement is a failure). */
+static const char *call(int count, int k)
+{
+    float *buf = mt_malloc((size_t)count * sizeof(float));
+    for (int i = 0; i < count; i++)
+        buf[i] = (float)((rank + 1) * ((i + k) % 5 + 1));
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    float ranks = (float)size * (size + 1) / 2;
+    if (rc != MPI_SUCCESS)
+        mt_fail(&st, "call %d: MPI_Allreduce returned %d", k, rc);
+    for (int i = 0; rc == MPI_SUCCESS && i < count; i++)
+        if (buf[i] != ranks * (float)((i + k) % 5 + 1)) {
+            mt_fail(&st, "call %d: element %d = %g", k, i, buf[i]);
+            break;
+        }
+    free(buf);
+    const char *ran = sampi_comm_last_algorithm(MPI_COMM_WORLD);
+    int mine = ran[0] * 256 + ran[1], lo, hi;
+    PMPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi)
+        mt_fail(&st, "call %d: ranks ran different algorithms", k);
+    return ran;
+}
+
+/* Run up to `limit` calls; return how many it took until the last `streak`
+ * calls all satisfied want(ran) (== want_algo, or != when `avoid`), or -1. */
+static int until(int limit, int streak, const char *algo, int avoid, int *k)
+{
+    int run = 0;
+    for (int i = 0; i < limit; i++) {
+        const char *ran = call(COUNT, (*k)++);
+        int ok = (strcmp(ran, algo) == 0) != avoid;
+        run = ok ? run + 1 : 0;
+        if (run == streak)
+            return i + 1;
+    }
+    return -1;
+}
+
+static void learn(void)
+{
+    int k = 0;
+    const char *ran = "none";
+    for (int i = 0; i < 60; i++)
+        ran = call(COUNT, k++);
+    char x[32];
+    snprintf(x, sizeof(x), "%s", ran);
+    if (strcmp(x, "native") != 0 && strcmp(x, "ring") != 0 && strcmp(x, "rhd") != 0)
+        mt_fail(&st, "auto converged on '%s', not an exact algorithm of this size", x);
+
+    char knob[96];
+    snprintf(knob, sizeof(knob), "%s:50", x);
+    if (set_text_cvar("sampi_debug_algo_delay", knob) != MPI_SUCCESS)
+        mt_fail(&st, "cannot write sampi_debug_algo_delay");
+    int avoided = until(120, 10, x, 1, &k);
+    if (avoided < 0)
+        mt_fail(&st, "with %s 50 ms slower, auto still ran it among its last 10 of 120 calls", x);
+
+    /* now everything else auto may run at this size is slower */
+    const char *all[] = {"native", "ring", "rhd"};
+    size_t at = 0;
+    knob[0] = '\0';
+    for (size_t i = 0; i < 3; i++)
+        if (strcmp(all[i], x) != 0)
+            at += (size_t)snprintf(knob + at, sizeof(knob) - at, "%s%s:50", at ? "," : "", all[i]);
+    if (set_text_cvar("sampi_debug_algo_delay", knob) != MPI_SUCCESS)
+        mt_fail(&st, "cannot write sampi_debug_algo_delay");
+    int back = until(400, 10, x, 0, &k);
+    if (back < 0)
+        mt_fail(&st, "with the others 50 ms slower, auto did not come back to %s in 400 calls", x);
+    set_text_cvar("sampi_debug_algo_delay", "");
+    if (rank == 0)
+        printf("auto_check: converged on %s; avoided it %d calls after it was slowed; back on it "
+               "%d calls after the others were\n",
+               x, avoided, back);
+    unsigned long long explorations =
+        read_pvar_ull("sampi_comm_auto_explorations", MPI_T_PVAR_CLASS_COUNTER, MPI_COMM_WORLD);
+    if (explorations < 3 || explorations == ~0ull)
+        mt_fail(&st, "sampi_comm_auto_explorations reads %llu, want 3 or more", explorations);
+}
+
+static void tuning(const char *phase)
+{
+    static const int counts[] = {COUNT, 16 * 1024}; /* 2 MiB, 64 KiB */
+    int k = 0;
+    for (int c = 0; c < 2; c++) {
+        unsigned long long before =
+            read_pvar_ull("sampi_comm_auto_explorations", MPI_T_PVAR_CLASS_COUNTER, MPI_COMM_WORLD);
+        char first[32];
+        snprintf(first, sizeof(first), "%s", call(counts[c], k++));
+        unsigned long long after =
+            read_pvar_ull("sampi_comm_auto_explorations", MPI_T_PVAR_CLASS_COUNTER, MPI_COMM_WORLD);
+        for (int i = 0; i < 40; i++)
+            call(counts[c], k++);
+        if (rank == 0) {
+            printf("auto_check: explored %zu %llu\n", counts[c] * sizeof(float), after - before);
+            printf("auto_check: first %zu %s\n", counts[c] * sizeof(float), first);
+        }
+        int seeded = strcmp(phase, "seeded") == 0;
+        if (seeded && after != before)
+            mt_fail(&st, "%zu bytes: the first call explored although the file had the size",
+                    counts[c] * sizeof(float));
+        if (!seeded && after == before)
+            mt_fail(&st, "%zu bytes: the first call did not explore (phase %s)",
+                    counts[c] * sizeof(float), phase);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    mt_init(&st, "auto_check");
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *mode = argc > 1 ? argv[1] : "learn";
+    if (strcmp(mode, "learn") == 0)
+        learn();
+    else if (strcmp(mode, "tuning") == 0 && argc > 2)
+        tuning(argv[2]);
+    else
+        mt_fail(&st, "usage: auto_check learn | tuning fresh|seeded");
+    char name[64];
+    snprintf(name, sizeof(name), "auto_check %s np=%d", mode, size);
+    int ok = mt_verdict(&st, name, !st.local_bad);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}
