@@ -48,6 +48,12 @@ struct sampi_dgram_ops {
      * backend knows it (from the source address, or from a few bytes of its
      * own ahead of the caller's: ofi-udp), or -1 when it cannot tell. */
     ssize_t (*recv)(struct sampi_dgram *dg, void *buf, size_t cap, int *peer, int64_t deadline_ns);
+    /* For sampi_info (optional), without MPI and without opening anything:
+     * whether the transport looks usable on this host with the current
+     * settings: 0 and what was found in detail ("on 127.0.0.1, datagrams
+     * of 65503 bytes"), 1 when only an open can tell, or a negative errno
+     * and why not. */
+    int (*probe)(char *detail, size_t len);
 };
 
 /* Fields common to every backend and decorator; they embed this first. */

@@ -64,6 +64,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_udp.h>
+#include <rte_version.h>
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -758,6 +759,36 @@ static ssize_t dpdk_recv(struct sampi_dgram *base, void *buf, size_t cap, int *p
     }
 }
 
+/* ------------------------------------------------------------ sampi_info */
+
+/* What can be told without starting the EAL (which a process can do only
+ * once): the DPDK loaded, and for an af_packet vdev whether its interface
+ * exists here (for rank 0) and whether this process may open raw sockets. */
+static int dpdk_probe(char *detail, size_t len)
+{
+    char vdev[SAMPI_CVAR_STRING_MAX], iface[IF_NAMESIZE + 16];
+    sampi_cvar_text(SAMPI_CVAR_DPDK_VDEV, vdev, sizeof(vdev));
+    if (!sampi_dpdk_vdev_iface(vdev, (long)getpid(), 0, iface, sizeof(iface))) {
+        snprintf(detail, len, "%s; device '%s' not checked before the EAL starts", rte_version(),
+                 vdev[0] ? vdev : "from sampi_dpdk_eal_args");
+        return 1;
+    }
+    if (if_nametoindex(iface) == 0) {
+        snprintf(detail, len, "%s; no interface %s here for af_packet", rte_version(), iface);
+        return -ENODEV;
+    }
+    int fd = socket(AF_PACKET, SOCK_RAW, 0);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(detail, len, "%s; af_packet on %s: %s (needs CAP_NET_RAW)", rte_version(), iface,
+                 strerror(e));
+        return -e;
+    }
+    close(fd);
+    snprintf(detail, len, "%s; af_packet on %s, MTU %d", rte_version(), iface, iface_mtu(iface));
+    return 0;
+}
+
 const struct sampi_dgram_ops sampi_dgram_dpdk_ops = {
     .name = "dpdk",
     .description = "UDP/IPv4 frames over a DPDK port (EAL: sampi_dpdk_eal_args, sampi_dpdk_vdev)",
@@ -765,4 +796,5 @@ const struct sampi_dgram_ops sampi_dgram_dpdk_ops = {
     .close = dpdk_close,
     .send = dpdk_send,
     .recv = dpdk_recv,
+    .probe = dpdk_probe,
 };

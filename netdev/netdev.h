@@ -132,6 +132,14 @@ extern const struct sampi_netdev_ops sampi_netdev_ofi_ops;
  * err. */
 int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_t errlen);
 
+/* For sampi_info, without MPI and without opening anything: whether
+ * libfabric offers `provider` ("shm", "tcp;ofi_rxm", ...) with what the ofi
+ * netdev asks of it (fi_getinfo with an open's hints).  0 and the fabric and
+ * domain an open would use in detail, or a negative errno and the reason. */
+int sampi_ofi_probe(const char *provider, char *detail, size_t len);
+/* The version of the libfabric loaded ("1.17"), into buf. */
+const char *sampi_ofi_version(char *buf, size_t len);
+
 /* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
  * than auto).  Collective; the answer is the same on every rank. */
 int sampi_netdev_auto_choice(MPI_Comm comm);

@@ -981,3 +981,39 @@ const struct sampi_netdev_ops sampi_netdev_ofi_ops = {
     .wait = ofi_wait,
     .cancel = ofi_cancel,
 };
+
+/* ------------------------------------------------------------ sampi_info */
+
+int sampi_ofi_probe(const char *provider, char *detail, size_t len)
+{
+    struct fi_info *hints = NULL, *info = NULL;
+    int rc = -ENOMEM;
+    char configured[SAMPI_CVAR_STRING_MAX] = "";
+    /* The provider settings an open would apply, as the open would. */
+    sampi_cvar_text(SAMPI_CVAR_OFI_PROVIDER, configured, sizeof(configured));
+    apply_env_defaults(configured);
+    snprintf(detail, len, "out of memory");
+    if (!(hints = make_hints(provider)))
+        goto fail;
+    rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &info);
+    if (rc) {
+        snprintf(detail, len, "fi_getinfo: %s", fi_strerror(-rc));
+        rc = sampi_ofi_neg_errno(rc);
+        goto fail;
+    }
+    snprintf(detail, len, "fi_getinfo: fabric %s, domain %s", info->fabric_attr->name,
+             info->domain_attr->name);
+fail:
+    if (info)
+        fi_freeinfo(info);
+    if (hints)
+        fi_freeinfo(hints);
+    return rc;
+}
+
+const char *sampi_ofi_version(char *buf, size_t len)
+{
+    uint32_t v = fi_version();
+    snprintf(buf, len, "%u.%u", FI_MAJOR(v), FI_MINOR(v));
+    return buf;
+}

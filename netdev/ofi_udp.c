@@ -660,6 +660,52 @@ static ssize_t udp_recv(struct sampi_dgram *base, void *buf, size_t cap, int *pe
     }
 }
 
+/* ------------------------------------------------------------ sampi_info */
+
+static int udp_probe(char *detail, size_t len)
+{
+    struct fi_info *hints = NULL, *list = NULL, *entry = NULL;
+    char addr[SAMPI_CVAR_STRING_MAX] = "";
+    struct in_addr want;
+    int rc = -EINVAL;
+    sampi_cvar_text(SAMPI_CVAR_OFI_UDP_ADDR, addr, sizeof(addr));
+    snprintf(detail, len, "sampi_ofi_udp_addr '%s' is not an IPv4 address", addr);
+    if (inet_pton(AF_INET, addr, &want) != 1)
+        goto fail;
+    /* fi_getinfo answers for any address; binding needs one of ours. */
+    rc = -EADDRNOTAVAIL;
+    snprintf(detail, len, "no interface here has sampi_ofi_udp_addr %s", addr);
+    if (iface_mtu(&want) == 0)
+        goto fail;
+    rc = -ENOMEM;
+    snprintf(detail, len, "out of memory");
+    if (!(hints = make_hints()))
+        goto fail;
+    if ((rc = fi_getinfo(UDP_API_VERSION, addr, "0", FI_SOURCE, hints, &list))) {
+        snprintf(detail, len, "fi_getinfo on %s: %s", addr, fi_strerror(-rc));
+        rc = sampi_ofi_neg_errno(rc);
+        goto fail;
+    }
+    rc = -ENODEV;
+    snprintf(detail, len, "no udp domain bound to %s", addr);
+    if (!(entry = take_entry(&list, &want)))
+        goto fail;
+    size_t prov_mtu = entry->ep_attr->max_msg_size;
+    if (entry->tx_attr->inject_size < prov_mtu)
+        prov_mtu = entry->tx_attr->inject_size;
+    snprintf(detail, len, "fi_getinfo: udp on %s, datagrams of up to %zu bytes", addr,
+             wanted_mtu(&want, prov_mtu));
+    rc = 0;
+fail:
+    if (entry)
+        fi_freeinfo(entry);
+    if (list)
+        fi_freeinfo(list);
+    if (hints)
+        fi_freeinfo(hints);
+    return rc;
+}
+
 const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops = {
     .name = "ofi-udp",
     .description = "libfabric FI_EP_DGRAM on the udp provider (address: sampi_ofi_udp_addr)",
@@ -667,4 +713,5 @@ const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops = {
     .close = udp_close,
     .send = udp_send,
     .recv = udp_recv,
+    .probe = udp_probe,
 };

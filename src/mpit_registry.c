@@ -79,6 +79,7 @@ struct session {
 static struct mpit_cvar cvars[MAX_CVARS];
 static int num_cvars;
 static char comm_descs[SAMPI_CVAR__COUNT][DESC_MAX_LEN];
+static char comm_summaries[SAMPI_CVAR__COUNT][NAME_MAX_LEN * 2];
 static struct mpit_enum enums[MAX_ENUMS];
 static int num_enums;
 static int algo_last_enum;
@@ -129,6 +130,8 @@ static void add_cvar(enum sampi_cvar_id id, int per_comm)
                      : ", applied from the next MPI_Allreduce on the communicator",
                  d->name, d->description);
         v->desc = comm_descs[id];
+        snprintf(comm_summaries[id], sizeof(comm_summaries[id]), "%s, for one communicator",
+                 d->summary);
     }
     if (d->type == SAMPI_CVAR_TYPE_ENUM)
         v->enum_index = add_enum(v->name, per_comm ? "inherit" : NULL, d->items);
@@ -1027,6 +1030,7 @@ int sampi_mpit_cvar_doc(const char *name, struct sampi_mpit_cvar_doc *doc)
             continue;
         doc->env[0] = '\0';
         doc->default_text = "inherit";
+        doc->summary = comm_summaries[v->id];
         doc->writable = sampi_cvar_infos[v->id].comm == SAMPI_CVAR_COMM_BEFORE_USE
                             ? "before the communicator's first MPI_Allreduce"
                             : "any time; applies from the next MPI_Allreduce on the communicator";
@@ -1034,6 +1038,7 @@ int sampi_mpit_cvar_doc(const char *name, struct sampi_mpit_cvar_doc *doc)
             doc->default_text = sampi_cvar_descs[v->id].default_text;
             sampi_cvar_env_name(v->id, doc->env, sizeof(doc->env));
             doc->writable = "any time; applies from the next MPI_Allreduce";
+            doc->summary = sampi_cvar_descs[v->id].summary;
         }
         return 0;
     }
@@ -1058,4 +1063,12 @@ int sampi_mpit_pvar_doc(const char *name, char *count_text, size_t len)
         return 0;
     }
     return -ENOENT;
+}
+
+const char *sampi_mpit_pvar_summary(const char *name)
+{
+    for (int i = 0; i < SAMPI_PVAR__COUNT; i++)
+        if (strcmp(sampi_pvar_descs[i].name, name) == 0)
+            return sampi_pvar_summaries[i];
+    return NULL;
 }

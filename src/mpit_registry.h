@@ -140,8 +140,11 @@ struct sampi_mpit_cvar_doc {
     const char *default_text; /* as the environment variable takes it */
     char env[64];             /* "SAMPI_ALGORITHM", or "" for per-communicator variants */
     const char *writable;     /* when an MPI_T write is accepted */
+    const char *summary;      /* its meaning in one line (cvars.def) */
 };
 int sampi_mpit_cvar_doc(const char *name, struct sampi_mpit_cvar_doc *doc);
+/* A pvar's meaning in one line (pvars.def), or NULL for other names. */
+const char *sampi_mpit_pvar_summary(const char *name);
 /* The pvar's element count in words ("1", "one per algorithm: auto, ..."). */
 int sampi_mpit_pvar_doc(const char *name, char *count_text, size_t len);
 

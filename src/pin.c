@@ -98,3 +98,28 @@ out:
     hwloc_topology_destroy(topo);
     return rc;
 }
+
+int sampi_pin_describe(char *detail, size_t len)
+{
+    hwloc_topology_t topo;
+    hwloc_bitmap_t bound = NULL;
+    int rc = -ENODEV;
+    unsigned api = hwloc_get_api_version();
+    snprintf(detail, len, "API %u.%u loaded; no topology", api >> 16, (api >> 8) & 0xff);
+    if (hwloc_topology_init(&topo))
+        return rc;
+    if (hwloc_topology_load(topo))
+        goto fail;
+    int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    int pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    char set[128] = "?";
+    if ((bound = hwloc_bitmap_alloc()) && !hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS))
+        hwloc_bitmap_list_snprintf(set, sizeof(set), bound);
+    snprintf(detail, len, "API %u.%u loaded; %d cores, %d PUs; this process may run on PUs %s",
+             api >> 16, (api >> 8) & 0xff, cores, pus, set);
+    rc = 0;
+fail:
+    hwloc_bitmap_free(bound);
+    hwloc_topology_destroy(topo);
+    return rc;
+}

@@ -18,4 +18,8 @@ int sampi_pin_parse_list(const char *text, unsigned long long *mask, char *err, 
  * errno on failure (the thread then keeps the process binding). */
 int sampi_pin_current_thread(void);
 
+/* For sampi_info: the hwloc loaded, the machine it sees and this process's
+ * binding, in one line.  0, or -ENODEV when hwloc cannot load a topology. */
+int sampi_pin_describe(char *detail, size_t len);
+
 #endif

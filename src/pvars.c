@@ -37,6 +37,14 @@ const struct sampi_pvar_desc sampi_pvar_descs[SAMPI_PVAR__COUNT] = {
 #undef SAMPI_PVAR
 };
 
+const char *const sampi_pvar_summaries[SAMPI_PVAR__COUNT] = {
+#define SAMPI_PVAR(...)
+#define SAMPI_PVAR_SUMMARY(id, text) [SAMPI_PVAR_##id] = text,
+#include "pvars.def"
+#undef SAMPI_PVAR_SUMMARY
+#undef SAMPI_PVAR
+};
+
 static struct sampi_stats *stats_of(struct sampi_comm *c)
 {
     return c ? &c->stats : &sampi_process_stats;

@@ -51,6 +51,10 @@ struct sampi_pvar_desc {
 
 extern const struct sampi_pvar_desc sampi_pvar_descs[SAMPI_PVAR__COUNT];
 
+/* Each variable's one-line meaning (SAMPI_PVAR_SUMMARY in pvars.def); NULL
+ * for an entry that has none. */
+extern const char *const sampi_pvar_summaries[SAMPI_PVAR__COUNT];
+
 /* Elements in one value of `id`; c is the bound communicator's state (NULL
  * for unbound variables). */
 int sampi_pvar_count(enum sampi_pvar_id id, const struct sampi_comm *c);

@@ -1,38 +1,63 @@
 /*
- * sampi_info.c - list SAMPI's control and performance variables.
+ * sampi_info.c - what SAMPI was built with, what it finds on this host, and
+ * its control and performance variables.
  *
- * Everything shown comes from the standard MPI_T interface (SAMPI's variables
- * are the members of the MPI_T category "sampi"), so a correct listing also
- * shows that the interposition works; only what MPI_T has no query for (the
- * default, the environment variable, a pvar's element names) is looked up in
- * SAMPI's registry by name.  Runs as a singleton (no mpirun needed): MPI is
- * initialised only to show the MPI_COMM_WORLD values of the
- * communicator-bound variables, and not at all for --man.
+ * Everything shown about a variable comes from the standard MPI_T interface
+ * (SAMPI's variables are the members of the MPI_T category "sampi"), so a
+ * correct listing also shows that the interposition works; only what MPI_T
+ * has no query for (the default, the environment variable, a pvar's element
+ * names, the one-line summary) is looked up in SAMPI's registry by name.
+ * Runs as a singleton (no mpirun needed): MPI is initialised only to show the
+ * MPI_COMM_WORLD values of the communicator-bound variables, and not at all
+ * for --man or --version.
  */
+#define _GNU_SOURCE /* dladdr */
+#include "sampi_autoconf.h"
+
+#include "dgram.h"
 #include "mpit_registry.h"
+#include "netdev.h"
+#include "pin.h"
+#include "sampi.h"
 
 #include <mpi.h>
 
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum format { FORMAT_HUMAN, FORMAT_PARSABLE, FORMAT_MAN };
+#ifndef SAMPI_PREFIX
+#define SAMPI_PREFIX "unknown"
+#endif
+#ifndef SAMPI_LIBDIR
+#define SAMPI_LIBDIR SAMPI_PREFIX "/lib"
+#endif
+
+/* FORMAT_LIST: one line per variable (the default); FORMAT_FULL: every
+ * attribute of each (--all, or a NAME). */
+enum format { FORMAT_LIST, FORMAT_FULL, FORMAT_PARSABLE, FORMAT_MAN };
 
 struct options {
     enum format format;
-    int all;
+    int ompi; /* also Open MPI's own variables */
     const char *only;
 };
 
 static const char usage[] =
-    "usage: sampi_info [--all] [--parsable | --man] [NAME]\n"
-    "List SAMPI's MPI_T control and performance variables (see sampi_info(1)).\n"
-    "  NAME        show only the variable NAME\n"
-    "  --all       also list Open MPI's own variables\n"
-    "  --parsable  one KIND:NAME:FIELD:VALUE line per attribute\n"
-    "  --man       the variable sections of sampi(7), in Markdown\n"
-    "  -h, --help  this text\n";
+    "usage: sampi_info [-a | --all | --parsable | --man] [--ompi] [NAME]\n"
+    "       sampi_info -v | --version\n"
+    "What SAMPI was built with and finds here, then its MPI_T control and performance\n"
+    "variables, one line each: name, value, default, meaning (see sampi_info(1)).\n"
+    "  NAME           show every attribute of the variable NAME only\n"
+    "  -a, --all      every attribute of every variable\n"
+    "  --ompi         also list Open MPI's own variables\n"
+    "  --parsable     one KIND:NAME:FIELD:VALUE line per attribute\n"
+    "  --man          the variable sections of sampi(7), in Markdown\n"
+    "  -v, --version  the version, in one line\n"
+    "  -h, --help     this text\n";
 
 static const char *const verbosity_names[] = {
     "MPI_T_VERBOSITY_USER_BASIC",   "MPI_T_VERBOSITY_USER_DETAIL",   "MPI_T_VERBOSITY_USER_ALL",
@@ -336,31 +361,146 @@ static void print_man(const struct var *v)
     printf("\n    %s\n\n", v->desc);
 }
 
-static void print_var(const struct options *o, const struct var *v)
+/* ------------------------------------------------------------ the one-line listing */
+
+/* One line of the default listing, kept until the column widths are known. */
+struct row {
+    char *name, *value, *dflt, *summary;
+};
+
+struct rows {
+    struct row *r;
+    size_t n, cap;
+};
+
+static char *dup_or_dash(const char *text)
+{
+    return strdup(text ? text : "-");
+}
+
+static void free_row(struct row *r)
+{
+    free(r->name);
+    free(r->value);
+    free(r->dflt);
+    free(r->summary);
+}
+
+/* A value set from the environment may hold a newline or a tab: the listing
+ * keeps one line per variable. */
+static void one_line(char *text)
+{
+    for (; *text; text++)
+        if ((unsigned char)*text < ' ')
+            *text = ' ';
+}
+
+/* Open MPI's variables have no summary: their description's first sentence,
+ * cut to a line. */
+static void first_sentence(const char *desc, char *out, size_t len)
+{
+    enum { MAX_CHARS = 70 };
+    size_t n = 0;
+    while (desc[n] && desc[n] != '\n' && !(desc[n] == '.' && (desc[n + 1] == ' ' || !desc[n + 1])))
+        n++;
+    if (n > MAX_CHARS)
+        snprintf(out, len, "%.*s...", MAX_CHARS - 3, desc);
+    else
+        snprintf(out, len, "%.*s", (int)n, desc);
+}
+
+static void add_row(struct rows *rows, const struct var *v)
+{
+    struct sampi_mpit_cvar_doc doc;
+    char value[sizeof(v->value) + 2], summary[128];
+    const char *dflt = NULL, *sum = NULL;
+    if (rows->n == rows->cap) {
+        size_t cap = rows->cap ? 2 * rows->cap : 64;
+        struct row *grown = realloc(rows->r, cap * sizeof(*grown));
+        if (!grown)
+            return;
+        rows->r = grown;
+        rows->cap = cap;
+    }
+    /* Text variables may be empty: show that, so it is not taken for "not read". */
+    if (v->value[0])
+        snprintf(value, sizeof(value), "%s", v->value);
+    else
+        snprintf(value, sizeof(value), "%s", v->ours && !v->is_pvar ? "\"\"" : "-");
+    if (v->ours && !v->is_pvar && sampi_mpit_cvar_doc(v->name, &doc) == 0) {
+        dflt = doc.default_text[0] ? doc.default_text : "\"\"";
+        sum = doc.summary;
+    } else if (v->ours && v->is_pvar) {
+        sum = sampi_mpit_pvar_summary(v->name);
+    }
+    if (!sum) {
+        first_sentence(v->desc, summary, sizeof(summary));
+        sum = summary;
+    }
+    struct row r = {strdup(v->name), strdup(value), dup_or_dash(dflt), strdup(sum)};
+    if (!r.name || !r.value || !r.dflt || !r.summary) {
+        free_row(&r);
+        return;
+    }
+    one_line(r.value);
+    one_line(r.summary);
+    rows->r[rows->n++] = r;
+}
+
+static int fit(int width, const char *text, int cap)
+{
+    int len = (int)strlen(text);
+    return len > width && len <= cap ? len : width;
+}
+
+/* Columns as wide as their longest entry (at least their heading), value and
+ * default at most 16: a longer one pushes only the rest of its own line. */
+static void print_rows(struct rows *rows, const char *title)
+{
+    int wn = (int)strlen(title), wv = 5, wd = 7;
+    for (size_t i = 0; i < rows->n; i++) {
+        wn = fit(wn, rows->r[i].name, 64);
+        wv = fit(wv, rows->r[i].value, 16);
+        wd = fit(wd, rows->r[i].dflt, 16);
+    }
+    printf("\n%-*s %-*s %-*s %s\n", wn, title, wv, "VALUE", wd, "DEFAULT", "MEANING");
+    for (size_t i = 0; i < rows->n; i++) {
+        struct row *r = &rows->r[i];
+        printf("%-*s %-*s %-*s %s\n", wn, r->name, wv, r->value, wd, r->dflt, r->summary);
+        free_row(r);
+    }
+    free(rows->r);
+    *rows = (struct rows){0};
+}
+
+static void print_var(const struct options *o, const struct var *v, struct rows *rows)
 {
     static void (*const printers[])(const struct var *) = {
-        [FORMAT_HUMAN] = print_human,
+        [FORMAT_FULL] = print_human,
         [FORMAT_PARSABLE] = print_parsable,
         [FORMAT_MAN] = print_man,
     };
-    printers[o->format](v);
+    if (o->format == FORMAT_LIST)
+        add_row(rows, v);
+    else
+        printers[o->format](v);
 }
 
-/* Indices to list: SAMPI's category's members, or every index with --all. */
+/* Indices to list: SAMPI's category's members, or every index with --ompi. */
 static int *indices_of(const struct options *o, int is_pvar, int *n)
 {
     int cat = -1, nc = 0, np = 0, ncat = 0, num = 0;
     if (MPI_T_category_get_index("sampi", &cat) != MPI_SUCCESS ||
         MPI_T_category_get_info(cat, NULL, NULL, NULL, NULL, &nc, &np, &ncat) != MPI_SUCCESS)
         return NULL;
-    if (o->all && (is_pvar ? MPI_T_pvar_get_num(&num) : MPI_T_cvar_get_num(&num)) != MPI_SUCCESS)
+    if (o->ompi && (is_pvar ? MPI_T_pvar_get_num(&num) : MPI_T_cvar_get_num(&num)) != MPI_SUCCESS)
         return NULL;
     int ours = is_pvar ? np : nc;
-    *n = o->all ? num : ours;
+    *n = o->ompi ? num : ours;
     int *idx = calloc((size_t)*n + 1, sizeof(int));
     if (!idx)
         return NULL;
-    if (o->all) {
+    if (o->ompi) {
         for (int i = 0; i < *n; i++)
             idx[i] = i;
     } else if ((is_pvar ? MPI_T_category_get_pvars(cat, ours, idx)
@@ -381,6 +521,7 @@ static int list(const struct options *o, int is_pvar, MPI_T_pvar_session session
     MPI_T_category_get_info(cat, NULL, NULL, NULL, NULL, is_pvar ? NULL : &nc, is_pvar ? &nc : NULL,
                             NULL);
     struct var *v = malloc(sizeof(*v));
+    struct rows rows = {0};
     for (int i = 0; v && i < n; i++) {
         /* Open MPI counts variables it cannot describe (open-mpi/ompi#11492). */
         if (get_var(is_pvar, idx[i], v) != MPI_SUCCESS)
@@ -394,12 +535,112 @@ static int list(const struct options *o, int is_pvar, MPI_T_pvar_session session
             else
                 read_cvar(v);
         }
-        print_var(o, v);
+        print_var(o, v, &rows);
         (*shown)++;
     }
+    if (o->format == FORMAT_LIST)
+        print_rows(&rows, is_pvar ? "PERFORMANCE VARIABLE" : "CONTROL VARIABLE");
     free(v);
     free(idx);
     return 0;
+}
+
+/* ------------------------------------------------------------ the header */
+
+static void field(const char *label, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void field(const char *label, const char *fmt, ...)
+{
+    va_list ap;
+    printf("%24s: ", label);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+}
+
+/* A probe's answer: 0 usable, 1 only an open can tell, < 0 not usable. */
+static void path(const char *label, int rc, const char *detail)
+{
+    const char *state = rc == 0 ? "usable" : rc > 0 ? "not checked" : "not usable here";
+    field(label, "%s (%s)", state, detail);
+}
+
+/* What ompi_info shows first, for SAMPI: versions, where it lives, which data
+ * paths were built and whether each can work on this host. */
+static void print_header(int mpi_up)
+{
+    char text[MPI_MAX_LIBRARY_VERSION_STRING + 32], detail[512];
+    int len = 0, major = 0, minor = 0;
+    Dl_info dl;
+
+    field("SAMPI", "%s", PACKAGE_VERSION);
+    /* The library this process loaded may not be the one it was built with. */
+    field("SAMPI library", "%s, %s", sampi_version(),
+          dladdr((void *)sampi_version, &dl) && dl.dli_fname ? dl.dli_fname : "location unknown");
+    field("Install prefix", "%s", SAMPI_PREFIX);
+    field("Link with", "mpicc app.c -L%s -Wl,-rpath,%s -lsampi", SAMPI_LIBDIR, SAMPI_LIBDIR);
+#ifdef OPEN_MPI
+    field("Open MPI (built with)", "%d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+          OMPI_RELEASE_VERSION);
+#else
+    field("MPI (built with)", "not Open MPI: MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
+#endif
+    text[0] = '\0';
+    MPI_Get_library_version(text, &len);
+    text[strcspn(text, "\n")] = '\0';
+    MPI_Get_version(&major, &minor);
+    field("MPI library (running)", "%s (MPI %d.%d)", text, major, minor);
+    int hw = sampi_pin_describe(detail, sizeof(detail));
+    field("hwloc", "built with %s; %s%s", SAMPI_HWLOC_VERSION, hw ? "not usable here: " : "",
+          detail);
+
+    path("Data path mpi", mpi_up ? 0 : -1,
+         mpi_up ? "PMPI point-to-point on a private communicator; always built"
+                : "MPI_Init failed");
+    char loaded[32];
+    field("Data path ofi", "built with libfabric %s, %s loaded", SAMPI_FABRIC_VERSION,
+          sampi_ofi_version(loaded, sizeof(loaded)));
+    const char *providers[] = {"shm", "tcp;ofi_rxm", NULL};
+    for (int i = 0; providers[i]; i++) {
+        char label[64];
+        snprintf(label, sizeof(label), "ofi %s", providers[i]);
+        path(label, sampi_ofi_probe(providers[i], detail, sizeof(detail)), detail);
+    }
+    /* A provider the user named (sampi_ofi_provider) is probed too. */
+    char *configured = NULL;
+    int idx = -1, count = 0;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index("sampi_ofi_provider", &idx) == MPI_SUCCESS &&
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) == MPI_SUCCESS) {
+        if (count > 0 && (configured = calloc((size_t)count + 1, 1)) &&
+            MPI_T_cvar_read(h, configured) != MPI_SUCCESS)
+            configured[0] = '\0';
+        MPI_T_cvar_handle_free(&h);
+    }
+    if (configured && configured[0] && strcmp(configured, "shm") != 0 &&
+        strcmp(configured, "tcp;ofi_rxm") != 0) {
+        char label[64];
+        snprintf(label, sizeof(label), "ofi %.50s", configured);
+        one_line(label);
+        path(label, sampi_ofi_probe(configured, detail, sizeof(detail)), detail);
+    }
+    free(configured);
+#ifdef SAMPI_DPDK_VERSION
+    field("DPDK", "built with %s", SAMPI_DPDK_VERSION);
+#endif
+    int dpdk = 0;
+    for (int i = 0; sampi_dgram_backends[i]; i++) {
+        const struct sampi_dgram_ops *ops = sampi_dgram_backends[i];
+        char label[64];
+        snprintf(label, sizeof(label), "Datagram path %s", ops->name);
+        dpdk |= strcmp(ops->name, "dpdk") == 0;
+        if (ops->probe)
+            path(label, ops->probe(detail, sizeof(detail)), detail);
+        else
+            field(label, "built (no probe)");
+    }
+    if (!dpdk)
+        field("Datagram path dpdk", "not built (configure found no libdpdk, or --with-dpdk=no)");
 }
 
 static const char man_cvar_intro[] =
@@ -418,16 +659,21 @@ static const char man_pvar_intro[] =
 
 int main(int argc, char **argv)
 {
-    struct options o = {FORMAT_HUMAN, 0, NULL};
+    struct options o = {FORMAT_LIST, 0, NULL};
     int provided = 0, shown = 0, rc = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0)
-            o.all = 1;
+            o.format = FORMAT_FULL;
+        else if (strcmp(argv[i], "--ompi") == 0)
+            o.ompi = 1;
         else if (strcmp(argv[i], "--parsable") == 0 || strcmp(argv[i], "--parseable") == 0)
             o.format = FORMAT_PARSABLE;
         else if (strcmp(argv[i], "--man") == 0)
             o.format = FORMAT_MAN;
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
+            printf("sampi_info (SAMPI) %s\n", PACKAGE_VERSION);
+            return 0;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(usage, stdout);
             return 0;
         } else if (argv[i][0] != '-' && !o.only)
@@ -437,6 +683,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* One variable: all there is to say about it, and nothing else. */
+    if (o.only && o.format == FORMAT_LIST)
+        o.format = FORMAT_FULL;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "sampi_info: MPI_T_init_thread failed\n");
         return 1;
@@ -446,6 +695,11 @@ int main(int argc, char **argv)
     if (o.format != FORMAT_MAN && MPI_T_pvar_session_create(&session) != MPI_SUCCESS)
         session = MPI_T_PVAR_SESSION_NULL;
 
+    if ((o.format == FORMAT_LIST || o.format == FORMAT_FULL) && !o.only) {
+        print_header(mpi_up);
+        if (o.format == FORMAT_FULL)
+            putchar('\n');
+    }
     if (o.format == FORMAT_MAN)
         fputs(man_cvar_intro, stdout);
     if (list(&o, 0, session, &shown))
@@ -456,7 +710,7 @@ int main(int argc, char **argv)
         goto fail;
     if (o.only && !shown) {
         fprintf(stderr, "sampi_info: no variable named '%s'%s\n", o.only,
-                o.all ? "" : " among SAMPI's (try --all)");
+                o.ompi ? "" : " among SAMPI's (try --ompi)");
         goto fail;
     }
     rc = 0;

@@ -423,6 +423,39 @@ START_TEST(every_cvar_has_mpit_metadata)
 }
 END_TEST
 
+/* sampi_info's listing shows one line per variable: name, value, default and
+ * this summary, so it must exist, be one line, and stay short. */
+static void check_summary(const char *name, const char *summary)
+{
+    ck_assert_msg(summary && summary[0], "%s has no summary", name);
+    size_t len = strlen(summary);
+    ck_assert_msg(len <= 70, "%s: summary of %zu characters (at most 70)", name, len);
+    ck_assert_msg(!strpbrk(summary, "\n\t"), "%s: summary is not one line", name);
+    ck_assert_msg(summary[len - 1] != '.', "%s: summary ends with a full stop", name);
+}
+
+START_TEST(every_variable_has_a_summary)
+{
+    setup();
+    for (int i = 0; i < K(); i++) {
+        char name[256];
+        int nlen = sizeof(name);
+        ck_assert_int_eq(sampi_mpit_cvar_get_info(&fake, i, name, &nlen, NULL, NULL, NULL, NULL,
+                                                  NULL, NULL, NULL),
+                         MPI_SUCCESS);
+        struct sampi_mpit_cvar_doc doc;
+        ck_assert_int_eq(sampi_mpit_cvar_doc(name, &doc), 0);
+        check_summary(name, doc.summary);
+    }
+    for (int i = 0; i < SAMPI_PVAR__COUNT; i++) {
+        ck_assert_msg(sampi_pvar_summaries[i], "%s has no SAMPI_PVAR_SUMMARY line",
+                      sampi_pvar_descs[i].name);
+        check_summary(sampi_pvar_descs[i].name, sampi_mpit_pvar_summary(sampi_pvar_descs[i].name));
+    }
+    ck_assert_ptr_null(sampi_mpit_pvar_summary("sampi_no_such_variable"));
+}
+END_TEST
+
 START_TEST(types_come_from_the_allowed_set)
 {
     setup();
@@ -1038,6 +1071,7 @@ Suite *sampi_mpit_suite(void)
     Suite *s = suite_create("mpit");
     TCase *tc = tcase_create("registry");
     tcase_add_test(tc, every_cvar_has_mpit_metadata);
+    tcase_add_test(tc, every_variable_has_a_summary);
     tcase_add_test(tc, types_come_from_the_allowed_set);
     tcase_add_test(tc, init_nesting);
     tcase_add_test(tc, cvar_indices_ours_first_native_shifted);
