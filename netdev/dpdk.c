@@ -2,8 +2,8 @@
  * dpdk.c - the `dpdk` datagram transport: UDP/IPv4 frames of our own over
  * one DPDK port (netdev/dgram.h).
  *
- * Process-wide, set up at the first open and torn down by
- * sampi_dgram_finalize():
+ * Process-wide, set up at the first open and torn down by the module's
+ * finalize (sampi_module_finalize_all, from MPI_Finalize):
  *  - The EAL, initialised once from sampi_dpdk_eal_args (synthetic argv; %p
  *    and %r expanded so each rank has its own --file-prefix and interface),
  *    plus --vdev=sampi_dpdk_vdev and "-l CPU".  CPU is the last PU of the
@@ -52,6 +52,7 @@
  */
 #define _GNU_SOURCE /* pthread_{get,set}affinity_np */
 #include "dgram_backend.h"
+#include "module.h"
 #include "netdev.h"
 #include "sampi_internal.h"
 
@@ -82,8 +83,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-extern const struct sampi_dgram_ops sampi_dgram_dpdk_ops; /* the row in dgram.c */
-void sampi_dgram_dpdk_finalize(void);                     /* called by dgram.c */
+static const struct sampi_dgram_ops dpdk_ops; /* at the end */
 
 #define IP_UDP_BYTES ((int)sizeof(struct rte_ipv4_hdr) + (int)sizeof(struct rte_udp_hdr))
 #define HDRS_BYTES                                                                                 \
@@ -504,7 +504,8 @@ static void dpdk_close(struct sampi_dgram *base)
     free(dg);
 }
 
-void sampi_dgram_dpdk_finalize(void)
+/* The module's finalize (sampi_module_finalize_all, from MPI_Finalize). */
+static void dpdk_finalize(void)
 {
     pthread_mutex_lock(&g.lock);
     if (g.eal == EAL_READY) {
@@ -544,7 +545,7 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world);
     pthread_mutex_lock(&g.lock);
     if (dg) {
-        dg->base.ops = &sampi_dgram_dpdk_ops;
+        dg->base.ops = &dpdk_ops;
         dg->base.rank = rank;
         dg->base.size = size;
         dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
@@ -758,7 +759,7 @@ static ssize_t dpdk_recv(struct sampi_dgram *base, void *buf, size_t cap, int *p
     }
 }
 
-const struct sampi_dgram_ops sampi_dgram_dpdk_ops = {
+static const struct sampi_dgram_ops dpdk_ops = {
     .name = "dpdk",
     .description = "UDP/IPv4 frames over a DPDK port (EAL: sampi_dpdk_eal_args, sampi_dpdk_vdev)",
     .open = dpdk_open,
@@ -766,3 +767,6 @@ const struct sampi_dgram_ops sampi_dgram_dpdk_ops = {
     .send = dpdk_send,
     .recv = dpdk_recv,
 };
+
+/* The module's one exported symbol (module.h). */
+SAMPI_MODULE_DEFINE("dpdk", NULL, &dpdk_ops, dpdk_finalize);
