@@ -246,28 +246,12 @@ static uint32_t settings_hash(void)
 }
 
 /* Open the transport named by sampi_optireduce_netdev; collective, the same
- * answer on every rank. */
+ * answer on every rank (netdev/dgram.c agrees on loading its module first). */
 static int open_dgram(MPI_Comm comm, struct sampi_dgram **out)
 {
     char name[SAMPI_CVAR_STRING_MAX];
     sampi_cvar_text(SAMPI_CVAR_OPTIREDUCE_NETDEV, name, sizeof(name));
-    *out = NULL;
-    if (strcmp(name, "auto") != 0) {
-        const struct sampi_dgram_ops *ops = sampi_dgram_find(name);
-        if (!ops) {
-            sampi_log_warn("sampi_optireduce_netdev: no datagram transport '%s' in this build",
-                           name);
-            return -ENOENT;
-        }
-        return ops->open(comm, out);
-    }
-    int rc = -ENOENT;
-    for (int i = 0; sampi_dgram_backends[i]; i++) {
-        rc = sampi_dgram_backends[i]->open(comm, out);
-        if (!rc)
-            return 0;
-    }
-    return rc;
+    return sampi_dgram_open(comm, name, out);
 }
 
 /* Job key, communicator id and transport: collective at the first call. */

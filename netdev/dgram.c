@@ -1,69 +1,115 @@
 /*
- * dgram.c - the table of datagram transports (netdev/dgram.h).
+ * dgram.c - the table of datagram transports (netdev/dgram.h), and how the
+ * ranks of a communicator agree on loading one.
  *
- * Adding a backend is one file and one row here.  `dpdk` is listed only when
- * configure found DPDK; `ofi-udp` needs nothing beyond libfabric, which SAMPI
- * always links.
+ * Every datagram backend is a module (module.h), loaded the first time a
+ * communicator asks for it.  Adding one is a module and one row here.
+ * `dpdk` is listed only when configure found DPDK (its module is built only
+ * then); `ofi-udp` needs libfabric, which configure always requires.
  */
 #include "sampi_autoconf.h"
 
-#include "dgram_backend.h"
+#include "dgram.h"
+#include "module.h"
+#include "sampi_internal.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
-extern const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops;
+static const struct {
+    const char *name;
+    const char *module;
+} table[] = {
 #ifdef SAMPI_HAVE_DPDK
-extern const struct sampi_dgram_ops sampi_dgram_dpdk_ops;
-void sampi_dgram_dpdk_finalize(void);
+    {"dpdk", "sampi_dgram_dpdk"},
 #endif
+    {"ofi-udp", "sampi_dgram_ofi_udp"},
+};
+#define N_BACKENDS (sizeof(table) / sizeof(table[0]))
 
-const struct sampi_dgram_ops *const sampi_dgram_backends[] = {
+const char *const sampi_dgram_names[] = {
 #ifdef SAMPI_HAVE_DPDK
-    &sampi_dgram_dpdk_ops,
+    "dpdk",
 #endif
-    &sampi_dgram_ofi_udp_ops,
+    "ofi-udp",
     NULL,
 };
 
-const struct sampi_dgram_ops *sampi_dgram_find(const char *name)
+static int index_of(const char *name)
 {
-    for (int i = 0; name && sampi_dgram_backends[i]; i++)
-        if (strcmp(sampi_dgram_backends[i]->name, name) == 0)
-            return sampi_dgram_backends[i];
-    return NULL;
+    for (size_t i = 0; name && i < N_BACKENDS; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return (int)i;
+    return -1;
 }
 
-void sampi_dgram_finalize(void)
+const struct sampi_dgram_ops *sampi_dgram_load(const char *name, char *err, size_t errlen)
 {
-#ifdef SAMPI_HAVE_DPDK
-    sampi_dgram_dpdk_finalize();
-#endif
+    int i = index_of(name);
+    if (i < 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "no datagram transport '%s' in this build",
+                     name ? name : "(null)");
+        return NULL;
+    }
+    const struct sampi_module *m = sampi_module_load(table[i].module, table[i].name, err, errlen);
+    if (m && !m->dgram) {
+        if (err && errlen)
+            snprintf(err, errlen, "module %s.so has no datagram transport", table[i].module);
+        return NULL;
+    }
+    return m ? m->dgram : NULL;
 }
 
-int sampi_dgram_vote(MPI_Comm comm, int rank, int stage, int err, long long proposal,
-                     struct sampi_dgram_vote *out)
+/* Load `name` on every rank and agree, before anyone calls its (collective)
+ * open: the ops on every rank, or NULL on every rank after the lowest rank
+ * that could not load it said why (once per process). */
+static int load_agreed(MPI_Comm comm, const char *name, const struct sampi_dgram_ops **out)
 {
-    /* MIN of {ok, key of a failure, -proposal}: the key orders failures by
-     * rank first, so every rank names the same one. */
-    long long key =
-        stage == 0 ? LLONG_MAX
-                   : ((long long)rank << 32) | ((long long)(stage & 0xffff) << 16) | (err & 0xffff);
-    long long v[3] = {stage == 0, key, -proposal};
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_LONG_LONG, MPI_MIN, comm) != MPI_SUCCESS)
+    static atomic_uint reported; /* one bit per table row */
+    char why[1024] = "";
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    const struct sampi_dgram_ops *ops = sampi_dgram_load(name, why, sizeof(why));
+    int mine = ops ? INT_MAX : rank, lowest = INT_MAX;
+    *out = NULL;
+    if (PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         return -EIO;
-    out->all_ok = v[0] != 0;
-    out->fail_rank = out->all_ok ? -1 : (int)(v[1] >> 32);
-    out->fail_stage = out->all_ok ? 0 : (int)((v[1] >> 16) & 0xffff);
-    out->fail_err = out->all_ok ? 0 : (int)(v[1] & 0xffff);
-    out->max = -v[2];
-    return 0;
+    if (lowest == INT_MAX) {
+        *out = ops;
+        return 0;
+    }
+    int i = index_of(name);
+    unsigned bit = i >= 0 ? 1u << i : 0;
+    if (rank == lowest && (!bit || !(atomic_fetch_or(&reported, bit) & bit)))
+        sampi_log_warn("datagram transport '%s' is not available on every rank (rank %d: %s)", name,
+                       rank, why);
+    return i < 0 ? -ENOENT : -ENODEV;
 }
 
-int sampi_dgram_check_send(const struct sampi_dgram *dg, int peer, size_t len)
+int sampi_dgram_open(MPI_Comm comm, const char *name, struct sampi_dgram **out)
 {
-    if (peer < 0 || peer >= dg->size || peer == dg->rank)
-        return -EINVAL;
-    return len > dg->mtu ? -EMSGSIZE : 0;
+    const struct sampi_dgram_ops *ops = NULL;
+    *out = NULL;
+    if (strcmp(name, "auto") != 0) {
+        int rc = load_agreed(comm, name, &ops);
+        return rc ? rc : ops->open(comm, out);
+    }
+    int rc = -ENOENT;
+    for (size_t i = 0; i < N_BACKENDS; i++) {
+        int lrc = load_agreed(comm, table[i].name, &ops);
+        if (lrc == -EIO)
+            return lrc;
+        if (lrc) {
+            rc = lrc;
+            continue;
+        }
+        rc = ops->open(comm, out);
+        if (!rc)
+            return 0;
+    }
+    return rc;
 }

@@ -12,10 +12,11 @@
  *  - recv() blocks or backs off until a datagram arrives or the deadline
  *    passes, never busy-spinning a shared core unless busy polling was asked for.
  *
- * Backends (one file each, rows in netdev/dgram.c): `dpdk` (UDP/IPv4 over DPDK
- * ports) and `ofi-udp` (libfabric FI_EP_DGRAM on the udp provider) for hosts
- * without DPDK.  Decorators (fault injection for tests and benchmarks) wrap a
- * struct sampi_dgram and forward to it.
+ * Backends (one file each, built as modules loaded on first use, rows in
+ * netdev/dgram.c): `dpdk` (UDP/IPv4 over DPDK ports) and `ofi-udp`
+ * (libfabric FI_EP_DGRAM on the udp provider) for hosts without DPDK.
+ * Decorators (fault injection for tests and benchmarks) wrap a struct
+ * sampi_dgram and forward to it.
  *
  * open() is collective over the communicator and returns the same success or
  * failure on every rank; addresses are exchanged there, once.
@@ -64,13 +65,22 @@ struct sampi_dgram {
     size_t mtu; /* largest datagram send() accepts, header included */
 };
 
-/* The backends by name ("dpdk", "ofi-udp"); NULL when unknown or not built. */
-const struct sampi_dgram_ops *sampi_dgram_find(const char *name);
-/* NULL-terminated list of every datagram backend compiled in. */
-extern const struct sampi_dgram_ops *const sampi_dgram_backends[];
-/* Release process-wide transport state (the DPDK EAL: port, pool,
- * rte_eal_cleanup).  Call once from MPI_Finalize, after every instance was
- * closed; no backend that had such state can be opened again afterwards. */
-void sampi_dgram_finalize(void);
+/* The datagram transports this build knows, in the order sampi_dgram_open
+ * tries them for "auto"; NULL-terminated.  Each is a module (module.h). */
+extern const char *const sampi_dgram_names[];
+
+/* The backend `name` ("dpdk", "ofi-udp"), loading its module on first use.
+ * Local to this process; NULL when unknown, not built or not loadable, with
+ * one line saying why in err (which may be NULL). */
+const struct sampi_dgram_ops *sampi_dgram_load(const char *name, char *err, size_t errlen);
+
+/* Collective over comm: open the transport `name`, or with "auto" the first
+ * of sampi_dgram_names that opens.  Loading is agreed before any open, so
+ * every rank gets the same answer: 0 and *out, or a negative errno and
+ * *out = NULL (-ENOENT: no such transport; -ENODEV: its module is missing
+ * on some rank, which the lowest such rank explained once per process, or
+ * it could not be opened; -EIO: MPI failed).  Process-wide state (DPDK's
+ * EAL) is released by sampi_module_finalize_all (module.h). */
+int sampi_dgram_open(MPI_Comm comm, const char *name, struct sampi_dgram **out);
 
 #endif

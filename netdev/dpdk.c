@@ -2,8 +2,8 @@
  * dpdk.c - the `dpdk` datagram transport: UDP/IPv4 frames of our own over
  * one DPDK port (netdev/dgram.h).
  *
- * Process-wide, set up at the first open and torn down by
- * sampi_dgram_finalize():
+ * Process-wide, set up at the first open and torn down by the module's
+ * finalize (sampi_module_finalize_all, from MPI_Finalize):
  *  - The EAL, initialised once from sampi_dpdk_eal_args (synthetic argv; %p
  *    and %r expanded so each rank has its own --file-prefix and interface),
  *    plus --vdev=sampi_dpdk_vdev and "-l CPU".  CPU is the last PU of the
@@ -52,6 +52,7 @@
  */
 #define _GNU_SOURCE /* pthread_{get,set}affinity_np */
 #include "dgram_backend.h"
+#include "module.h"
 #include "netdev.h"
 #include "sampi_internal.h"
 
@@ -83,8 +84,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-extern const struct sampi_dgram_ops sampi_dgram_dpdk_ops; /* the row in dgram.c */
-void sampi_dgram_dpdk_finalize(void);                     /* called by dgram.c */
+static const struct sampi_dgram_ops dpdk_ops; /* at the end */
 
 #define IP_UDP_BYTES ((int)sizeof(struct rte_ipv4_hdr) + (int)sizeof(struct rte_udp_hdr))
 #define HDRS_BYTES                                                                                 \
@@ -505,7 +505,8 @@ static void dpdk_close(struct sampi_dgram *base)
     free(dg);
 }
 
-void sampi_dgram_dpdk_finalize(void)
+/* The module's finalize (sampi_module_finalize_all, from MPI_Finalize). */
+static void dpdk_finalize(void)
 {
     pthread_mutex_lock(&g.lock);
     if (g.eal == EAL_READY) {
@@ -545,7 +546,7 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world);
     pthread_mutex_lock(&g.lock);
     if (dg) {
-        dg->base.ops = &sampi_dgram_dpdk_ops;
+        dg->base.ops = &dpdk_ops;
         dg->base.rank = rank;
         dg->base.size = size;
         dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
@@ -789,7 +790,7 @@ static int dpdk_probe(char *detail, size_t len)
     return 0;
 }
 
-const struct sampi_dgram_ops sampi_dgram_dpdk_ops = {
+static const struct sampi_dgram_ops dpdk_ops = {
     .name = "dpdk",
     .description = "UDP/IPv4 frames over a DPDK port (EAL: sampi_dpdk_eal_args, sampi_dpdk_vdev)",
     .open = dpdk_open,
@@ -798,3 +799,6 @@ const struct sampi_dgram_ops sampi_dgram_dpdk_ops = {
     .recv = dpdk_recv,
     .probe = dpdk_probe,
 };
+
+/* The module's one exported symbol (module.h). */
+SAMPI_MODULE_DEFINE("dpdk", NULL, &dpdk_ops, dpdk_finalize);

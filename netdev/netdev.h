@@ -6,9 +6,18 @@
  * tagged nonblocking sends and receives here and waits on them with a deadline.
  *
  * Backends (one file each): mpi.c (PMPI point-to-point on SAMPI's private
- * duplicate of the user's communicator, always available) and ofi.c (libfabric RDM
- * tagged messaging).  The table of backends lives in netdev.c; adding one is a
- * new file plus one row there.
+ * duplicate of the user's communicator, always available, built into the
+ * library) and ofi.c (libfabric RDM tagged messaging), built as the module
+ * sampi_netdev_ofi.so.  The library links no libfabric: a module is loaded
+ * with dlopen the first time a communicator asks for its backend, found in
+ * sampi_module_path or next to libsampi.so or in $(pkglibdir), and reached
+ * through the one symbol it exports, its struct sampi_module (module.h), whose
+ * ops table is the one below.  Loading is local, opening collective, so the
+ * ranks agree that every one of them loaded it before any opens it
+ * (sampi_netdev_load_agreed); when one could not, the lowest such rank says
+ * why (module, paths, dlerror) and the communicator uses `mpi`.  The table of
+ * backends lives in netdev.c; adding one is a new file (a module when it
+ * needs a library the core should not map) plus one row there.
  *
  * Contract every backend keeps:
  *  - open() is collective over the communicator and returns the same success or
@@ -118,27 +127,38 @@ static inline uint64_t sampi_netdev_tag(uint64_t seq, unsigned round, unsigned s
     return sampi_netdev_tag_kind(SAMPI_TAG_DATA, seq, round, seg);
 }
 
-/* The backends, by name ("mpi", "ofi").  NULL when unknown. */
-const struct sampi_netdev_ops *sampi_netdev_find(const char *name);
-/* NULL-terminated list of every backend compiled in. */
-extern const struct sampi_netdev_ops *const sampi_netdev_backends[];
+/* The netdevs this build knows, NULL-terminated: `builtin` is the ops table
+ * of one inside the library (mpi), `module` the file name (without .so) of
+ * the module that carries one (module.h). */
+struct sampi_netdev_entry {
+    const char *name;
+    const struct sampi_netdev_ops *builtin;
+    const char *module;
+};
+extern const struct sampi_netdev_entry sampi_netdev_table[];
+
+/* The backend `name` ("mpi", "ofi"), loading its module on first use.
+ * Local to this process; NULL when unknown or not loadable, with one line
+ * saying why in err (which may be NULL). */
+const struct sampi_netdev_ops *sampi_netdev_load(const char *name, char *err, size_t errlen);
+
+/* Collective over comm, every wait through w (NULL: blocking): load `name`
+ * on every rank and agree on the outcome, before anyone calls its open
+ * (which is collective too).  0 and *ops when every rank has it; -ENODEV on
+ * every rank otherwise, after the lowest rank that could not load it said
+ * why, naming the module, the paths tried and dlerror(), followed by
+ * `fallback` (what happens instead; may be NULL), once per process; the
+ * wait's negative errno when the agreement itself failed. */
+int sampi_netdev_load_agreed(MPI_Comm comm, struct sampi_waiter *w, const char *name,
+                             const char *fallback, const struct sampi_netdev_ops **ops);
 
 extern const struct sampi_netdev_ops sampi_netdev_mpi_ops;
-extern const struct sampi_netdev_ops sampi_netdev_ofi_ops;
 
 /* sampi_ofi_bind_base's text: "" (*base = 0: let the provider choose) or an
  * IPv4 address A.B.C.D with D in 1..254; MPI_COMM_WORLD rank r then binds
  * A.B.C.(D+r) (ofi.c).  0, or -EINVAL with a message naming the variable in
  * err. */
 int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_t errlen);
-
-/* For sampi_info, without MPI and without opening anything: whether
- * libfabric offers `provider` ("shm", "tcp;ofi_rxm", ...) with what the ofi
- * netdev asks of it (fi_getinfo with an open's hints).  0 and the fabric and
- * domain an open would use in detail, or a negative errno and the reason. */
-int sampi_ofi_probe(const char *provider, char *detail, size_t len);
-/* The version of the libfabric loaded ("1.17"), into buf. */
-const char *sampi_ofi_version(char *buf, size_t len);
 
 /* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
  * than auto).  Collective; the answer is the same on every rank. */

@@ -112,6 +112,7 @@
  *  2.8-3.7 GB/s for 1-16 MiB against 6.3-9.8 GB/s.
  */
 #include "ofi_util.h"
+#include "module.h"
 #include "netdev.h"
 #include "sampi_internal.h"
 #include "wait.h"
@@ -153,6 +154,8 @@ static int dir_of(const sampi_netdev_req_t *r)
 {
     return (int)(uintptr_t)r->impl.ptr[DIR_SLOT];
 }
+
+static const struct sampi_netdev_ops ofi_ops; /* at the end */
 
 #define OFI_API_VERSION FI_VERSION(1, 10)
 #define OFI_NAME_MAX    256 /* endpoint names: shm ~20 bytes, tcp 16 or 28 */
@@ -407,35 +410,6 @@ static unsigned long long text_hash(const char *s)
     return h >> 2; /* fits a long long with room to negate */
 }
 
-/*
- * sampi_ofi_bind_base: "" or A.B.C.D with D in 1..254; *base is the address in
- * host order, 0 for "".  MPI_COMM_WORLD rank r binds base + r (bind_node()).
- * Why bind at all: on one host every rank's traffic crosses the same `lo`,
- * and the testbed's tc filters can tell ranks apart only by address.  The
- * tcp provider binds a connecting socket to the fi_info's src_addr when it is
- * not the any-address, and listens on it, so with FI_SOURCE both directions
- * of every connection carry the rank's own address (checked with ss).
- */
-int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_t errlen)
-{
-    struct in_addr a;
-    *base = 0;
-    if (!text || !*text)
-        return 0;
-    if (inet_pton(AF_INET, text, &a) == 1) {
-        unsigned long v = ntohl(a.s_addr);
-        if ((v & 0xff) >= 1 && (v & 0xff) <= 254) {
-            *base = v;
-            return 0;
-        }
-    }
-    snprintf(err, errlen,
-             "sampi_ofi_bind_base: '%s' is not an IPv4 address A.B.C.D with D in 1..254 "
-             "(MPI_COMM_WORLD rank r binds A.B.C.(D+r)), e.g. '127.0.0.10'",
-             text);
-    return -EINVAL;
-}
-
 /* This process's address under sampi_ofi_bind_base into out ("" when unset).
  * -ERANGE when D + rank passes .254: the address would leave the /24. */
 static int bind_node(unsigned long base, char *out, size_t len)
@@ -644,7 +618,7 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
     if (provider[0] == '\0')
         snprintf(provider, sizeof(provider), "%s", local && !base ? "shm" : "tcp;ofi_rxm");
     if (nd) {
-        nd->base.ops = &sampi_netdev_ofi_ops;
+        nd->base.ops = &ofi_ops;
         for (int dir = 0; dir < DIR__COUNT; dir++)
             nd->deferred_tail[dir] = &nd->deferred[dir];
         nd->base.rank = rank;
@@ -971,7 +945,7 @@ static void ofi_cancel(struct sampi_netdev *base, sampi_netdev_req_t *req)
     req->status = -ECANCELED;
 }
 
-const struct sampi_netdev_ops sampi_netdev_ofi_ops = {
+static const struct sampi_netdev_ops ofi_ops = {
     .name = "ofi",
     .description = "libfabric RDM tagged messages (shm on one host, tcp;ofi_rxm across hosts)",
     .open = ofi_open,
@@ -984,7 +958,11 @@ const struct sampi_netdev_ops sampi_netdev_ofi_ops = {
 
 /* ------------------------------------------------------------ sampi_info */
 
-int sampi_ofi_probe(const char *provider, char *detail, size_t len)
+/* Without MPI and without opening anything: whether libfabric offers
+ * `provider` ("shm", "tcp;ofi_rxm", ...) with what the ofi netdev asks of it
+ * (fi_getinfo with an open's hints).  0 and the fabric and domain an open
+ * would use in detail, or a negative errno and the reason. */
+static int ofi_probe(const char *provider, char *detail, size_t len)
 {
     struct fi_info *hints = NULL, *info = NULL;
     int rc = -ENOMEM;
@@ -1011,9 +989,13 @@ fail:
     return rc;
 }
 
-const char *sampi_ofi_version(char *buf, size_t len)
+/* The version of the libfabric loaded ("1.17"), into buf. */
+static const char *ofi_version(char *buf, size_t len)
 {
     uint32_t v = fi_version();
     snprintf(buf, len, "%u.%u", FI_MAJOR(v), FI_MINOR(v));
     return buf;
 }
+
+/* The module's one exported symbol (module.h). */
+SAMPI_MODULE_DEFINE_INFO("ofi", &ofi_ops, NULL, NULL, ofi_probe, ofi_version);

@@ -51,6 +51,7 @@
  */
 #include "ofi_util.h"
 #include "dgram_backend.h"
+#include "module.h"
 #include "netdev.h"
 #include "sampi_internal.h"
 
@@ -75,7 +76,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-extern const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops; /* the row in dgram.c */
+static const struct sampi_dgram_ops udp_ops; /* at the end */
 
 #define UDP_API_VERSION FI_VERSION(1, 10)
 #define UDP_NAME_MAX    128   /* fi_getname: a struct sockaddr_in here */
@@ -500,7 +501,7 @@ static int udp_open(MPI_Comm comm, struct sampi_dgram **out)
     /* Every rank makes the same collective calls whatever happens locally;
      * differences show up in the agreement, never as a hang. */
     if (dg) {
-        dg->base.ops = &sampi_dgram_ofi_udp_ops;
+        dg->base.ops = &udp_ops;
         dg->base.rank = rank;
         dg->base.size = size;
         dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
@@ -706,7 +707,7 @@ fail:
     return rc;
 }
 
-const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops = {
+static const struct sampi_dgram_ops udp_ops = {
     .name = "ofi-udp",
     .description = "libfabric FI_EP_DGRAM on the udp provider (address: sampi_ofi_udp_addr)",
     .open = udp_open,
@@ -715,3 +716,6 @@ const struct sampi_dgram_ops sampi_dgram_ofi_udp_ops = {
     .recv = udp_recv,
     .probe = udp_probe,
 };
+
+/* The module's one exported symbol (module.h). */
+SAMPI_MODULE_DEFINE("ofi-udp", NULL, &udp_ops, NULL);

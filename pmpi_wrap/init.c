@@ -7,7 +7,7 @@
  */
 #include "sampi_internal.h"
 #include "selective_client.h"
-#include "dgram.h"
+#include "module.h"
 
 int MPI_Init(int *argc, char ***argv)
 {
@@ -33,7 +33,8 @@ int MPI_Finalize(void)
     sampi_runtime_fini();
     int rc = PMPI_Finalize();
     /* after PMPI_Finalize: deleting MPI_COMM_WORLD's attributes there closes
-     * the last datagram paths, which DPDK's cleanup must follow */
-    sampi_dgram_finalize();
+     * the last datagram paths, which DPDK's cleanup (the dpdk module's
+     * finalize) must follow */
+    sampi_module_finalize_all();
     return rc;
 }

@@ -286,12 +286,12 @@ int sampi_comm_join(struct sampi_comm *c)
     return 0;
 }
 
-static const struct sampi_netdev_ops *choose_netdev(struct sampi_comm *c)
+static const char *choose_netdev(struct sampi_comm *c)
 {
     long long choice = c->forced_netdev >= 0 ? c->forced_netdev : sampi_cvar_int(SAMPI_CVAR_NETDEV);
     if (choice == SAMPI_NETDEV_AUTO)
         choice = sampi_netdev_auto_choice(c->comm);
-    return sampi_netdev_find(sampi_netdev_names[choice]);
+    return sampi_netdev_names[choice];
 }
 
 /* Open `ops` and agree on the outcome: the same on every rank. */
@@ -324,13 +324,22 @@ int sampi_comm_open_netdev(struct sampi_comm *c)
     c->nd_tried = 1;
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "opening the data path");
-    const struct sampi_netdev_ops *ops = choose_netdev(c);
-    int rc = open_agreed(c, ops, &w);
-    if (rc && !c->revoked && ops != &sampi_netdev_mpi_ops) {
-        if (c->rank == 0)
-            sampi_log_warn("netdev '%s' could not be opened on every rank: using 'mpi'", ops->name);
-        rc = open_agreed(c, &sampi_netdev_mpi_ops, &w);
+    const char *name = choose_netdev(c);
+    const struct sampi_netdev_ops *ops = NULL;
+    /* A module (ofi) is loaded by each rank; all ranks agree that every one
+     * has it before any calls its collective open. */
+    int rc = sampi_netdev_load_agreed(c->ctl, &w, name, "all ranks use 'mpi'", &ops);
+    if (rc && rc != -ENODEV) {
+        sampi_revoke(c, rc, "opening the data path");
+        return c->revoked;
     }
+    if (ops) {
+        rc = open_agreed(c, ops, &w);
+        if (rc && !c->revoked && ops != &sampi_netdev_mpi_ops && c->rank == 0)
+            sampi_log_warn("netdev '%s' could not be opened on every rank: using 'mpi'", name);
+    }
+    if (rc && !c->revoked && ops != &sampi_netdev_mpi_ops)
+        rc = open_agreed(c, &sampi_netdev_mpi_ops, &w);
     if (!rc)
         sampi_log(SAMPI_LOG_SETUP, "communicator %llu of size %d: netdev %s",
                   (unsigned long long)sampi_comm_label(c), c->size, c->nd->ops->name);

@@ -22,15 +22,20 @@ int sampi_log_enabled(int level)
 
 void sampi_log(int level, const char *fmt, ...)
 {
-    if (!sampi_log_enabled(level))
-        return;
-    char line[1024];
-    int n = world_rank >= 0 ? snprintf(line, sizeof(line), "sampi[%d]: ", world_rank)
-                            : snprintf(line, sizeof(line), "sampi: ");
     va_list ap;
     va_start(ap, fmt);
-    n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    sampi_vlog(level, fmt, ap);
     va_end(ap);
+}
+
+void sampi_vlog(int level, const char *fmt, va_list ap)
+{
+    if (!sampi_log_enabled(level))
+        return;
+    char line[2048];
+    int n = world_rank >= 0 ? snprintf(line, sizeof(line), "sampi[%d]: ", world_rank)
+                            : snprintf(line, sizeof(line), "sampi: ");
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     if (n >= (int)sizeof(line) - 1)
         n = (int)sizeof(line) - 2;
     line[n++] = '\n';

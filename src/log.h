@@ -12,6 +12,7 @@
 enum { SAMPI_LOG_WARN = 0, SAMPI_LOG_INFO = 1, SAMPI_LOG_SETUP = 2, SAMPI_LOG_CALL = 3 };
 
 void sampi_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sampi_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 int sampi_log_enabled(int level);
 void sampi_log_set_rank(int rank);
 

@@ -15,6 +15,7 @@
 #include "sampi_autoconf.h"
 
 #include "dgram.h"
+#include "module.h"
 #include "mpit_registry.h"
 #include "netdev.h"
 #include "pin.h"
@@ -597,50 +598,57 @@ static void print_header(int mpi_up)
     path("Data path mpi", mpi_up ? 0 : -1,
          mpi_up ? "PMPI point-to-point on a private communicator; always built"
                 : "MPI_Init failed");
-    char loaded[32];
-    field("Data path ofi", "built with libfabric %s, %s loaded", SAMPI_FABRIC_VERSION,
-          sampi_ofi_version(loaded, sizeof(loaded)));
-    const char *providers[] = {"shm", "tcp;ofi_rxm", NULL};
-    for (int i = 0; providers[i]; i++) {
-        char label[64];
-        snprintf(label, sizeof(label), "ofi %s", providers[i]);
-        path(label, sampi_ofi_probe(providers[i], detail, sizeof(detail)), detail);
+    /* ofi, ofi-udp and dpdk are modules (netdev/module.h): probed through
+     * them, as a communicator would load them */
+    char err[512], loaded[32];
+    const struct sampi_module *ofi = sampi_module_load("sampi_netdev_ofi", "ofi", err, sizeof(err));
+    if (!ofi) {
+        field("Data path ofi", "built with libfabric %s; module not loadable here: %s",
+              SAMPI_FABRIC_VERSION, err);
+    } else {
+        field("Data path ofi", "built with libfabric %s, %s loaded", SAMPI_FABRIC_VERSION,
+              ofi->version ? ofi->version(loaded, sizeof(loaded)) : "?");
+        const char *providers[] = {"shm", "tcp;ofi_rxm", NULL};
+        for (int i = 0; providers[i] && ofi->probe; i++) {
+            char label[64];
+            snprintf(label, sizeof(label), "ofi %s", providers[i]);
+            path(label, ofi->probe(providers[i], detail, sizeof(detail)), detail);
+        }
+        /* A provider the user named (sampi_ofi_provider) is probed too. */
+        char *configured = NULL;
+        int idx = -1, count = 0;
+        MPI_T_cvar_handle h;
+        if (MPI_T_cvar_get_index("sampi_ofi_provider", &idx) == MPI_SUCCESS &&
+            MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) == MPI_SUCCESS) {
+            if (count > 0 && (configured = calloc((size_t)count + 1, 1)) &&
+                MPI_T_cvar_read(h, configured) != MPI_SUCCESS)
+                configured[0] = '\0';
+            MPI_T_cvar_handle_free(&h);
+        }
+        if (ofi->probe && configured && configured[0] && strcmp(configured, "shm") != 0 &&
+            strcmp(configured, "tcp;ofi_rxm") != 0) {
+            char label[64];
+            snprintf(label, sizeof(label), "ofi %.50s", configured);
+            one_line(label);
+            path(label, ofi->probe(configured, detail, sizeof(detail)), detail);
+        }
+        free(configured);
     }
-    /* A provider the user named (sampi_ofi_provider) is probed too. */
-    char *configured = NULL;
-    int idx = -1, count = 0;
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index("sampi_ofi_provider", &idx) == MPI_SUCCESS &&
-        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) == MPI_SUCCESS) {
-        if (count > 0 && (configured = calloc((size_t)count + 1, 1)) &&
-            MPI_T_cvar_read(h, configured) != MPI_SUCCESS)
-            configured[0] = '\0';
-        MPI_T_cvar_handle_free(&h);
-    }
-    if (configured && configured[0] && strcmp(configured, "shm") != 0 &&
-        strcmp(configured, "tcp;ofi_rxm") != 0) {
-        char label[64];
-        snprintf(label, sizeof(label), "ofi %.50s", configured);
-        one_line(label);
-        path(label, sampi_ofi_probe(configured, detail, sizeof(detail)), detail);
-    }
-    free(configured);
 #ifdef SAMPI_DPDK_VERSION
     field("DPDK", "built with %s", SAMPI_DPDK_VERSION);
 #endif
-    int dpdk = 0;
-    for (int i = 0; sampi_dgram_backends[i]; i++) {
-        const struct sampi_dgram_ops *ops = sampi_dgram_backends[i];
+    static const char *const datagram[] = {"ofi-udp", "dpdk", NULL};
+    for (int i = 0; datagram[i]; i++) {
         char label[64];
-        snprintf(label, sizeof(label), "Datagram path %s", ops->name);
-        dpdk |= strcmp(ops->name, "dpdk") == 0;
-        if (ops->probe)
+        snprintf(label, sizeof(label), "Datagram path %s", datagram[i]);
+        const struct sampi_dgram_ops *ops = sampi_dgram_load(datagram[i], err, sizeof(err));
+        if (!ops)
+            field(label, "not available: %s", err);
+        else if (ops->probe)
             path(label, ops->probe(detail, sizeof(detail)), detail);
         else
             field(label, "built (no probe)");
     }
-    if (!dpdk)
-        field("Datagram path dpdk", "not built (configure found no libdpdk, or --with-dpdk=no)");
 }
 
 static const char man_cvar_intro[] =

@@ -4,8 +4,10 @@
  *
  *   dgram_pingpong [--bench | --bench-only] [--rounds N] [--window W] [backend ...]
  *
- * Backends are names from sampi_dgram_backends ("ofi-udp", "dpdk"); the
- * default is "ofi-udp".  For each one, opened on MPI_COMM_WORLD:
+ * Backends are names from sampi_dgram_names ("ofi-udp", "dpdk"); the
+ * default is "ofi-udp".  Each is a module, found by the library's loader
+ * (sampi_module_path, which the test scripts point at the build tree).
+ * For each one, opened on MPI_COMM_WORLD with sampi_dgram_open:
  *   open      every rank gets an instance, rank and size right, mtu >= 64;
  *   args      send to itself or to a rank out of range gives -EINVAL, one byte
  *             over the mtu gives -EMSGSIZE;
@@ -37,6 +39,7 @@
 #include "config.h"
 #include "dgram.h"
 #include "log.h"
+#include "module.h"
 #include "mpitest.h"
 #include "netdev.h"
 
@@ -441,13 +444,10 @@ static void bench_stream(struct sampi_dgram *dg, unsigned char *buf, long count,
 
 static void run_backend(const char *name, int checks, int bench, int rounds, int window)
 {
-    const struct sampi_dgram_ops *ops = sampi_dgram_find(name);
     struct sampi_dgram *dg = NULL;
-    if (!ops) {
-        verdict(name, "open (backend not compiled in)", 0);
-        return;
-    }
-    int rc = ops->open(MPI_COMM_WORLD, &dg);
+    /* loads the module on every rank, agrees, then opens (collective) */
+    int rc = sampi_dgram_open(MPI_COMM_WORLD, name, &dg);
+    const struct sampi_dgram_ops *ops = dg ? dg->ops : NULL;
     int ok = rc == 0 && dg && dg->rank == st.rank && dg->mtu >= 64;
     int size;
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -517,7 +517,7 @@ int main(int argc, char **argv)
     if (nb == 0)
         run_backend("ofi-udp", !bench_only, bench, rounds, window);
 
-    sampi_dgram_finalize(); /* what MPI_Finalize does in the library: rte_eal_cleanup */
+    sampi_module_finalize_all(); /* what MPI_Finalize does in the library: rte_eal_cleanup */
     long cases = 0, failed = 0;
     mt_totals(&st, &cases, &failed);
     if (st.rank == 0) {

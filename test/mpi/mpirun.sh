@@ -22,9 +22,14 @@ launcher=${top_srcdir:-$here/../..}/scripts/mpirun-local
 }
 #   sanitizers      ASAN_OPTIONS and UBSAN_OPTIONS, when set (the sanitizer
 #                   build of scripts/test), reach every rank.
+#   modules         SAMPI_MODULE_PATH, when set (the scripts whose programs
+#                   link libsampi_core and so cannot find the data-path
+#                   modules next to libsampi.so: netdev.test, dgram.test,
+#                   dpdk.test), reaches every rank of every app context.
 san=
 [ -n "${ASAN_OPTIONS:-}" ] && san="$san -x ASAN_OPTIONS"
 [ -n "${UBSAN_OPTIONS:-}" ] && san="$san -x UBSAN_OPTIONS"
+[ -n "${SAMPI_MODULE_PATH:-}" ] && san="$san -x SAMPI_MODULE_PATH"
 echo "+ mpirun-local --mca op ^avx$san $*"
 # shellcheck disable=SC2086 # $san is words on purpose
 exec timeout -k 10 "${SAMPI_TEST_TIMEOUT:-300}" "$launcher" --mca op ^avx $san "$@"

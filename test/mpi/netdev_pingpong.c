@@ -5,8 +5,10 @@
  *
  * A backend is "mpi", "ofi", or "ofi:PROVIDER" (for example "ofi:shm" or
  * "ofi:tcp;ofi_rxm"), which sets sampi_ofi_provider before the open; the
- * default list is "mpi ofi".  For each backend, opened on MPI_COMM_WORLD
- * through sampi_netdev_find(name)->open, it checks:
+ * default list is "mpi ofi".  For each backend, found through the library's
+ * loader (sampi_netdev_load_agreed: `ofi` is a module, found in
+ * sampi_module_path, which the test scripts point at the build tree) and
+ * opened on MPI_COMM_WORLD, it checks:
  *   ring      every rank exchanges with both ring neighbours at once, sizes
  *             0 .. 64 MiB, with tags that use all 64 bits; every byte checked;
  *   order     receives posted after the messages were sent, two messages
@@ -162,10 +164,9 @@ static int open_backend(const char *spec, MPI_Comm comm, struct sampi_netdev **n
             return -EINVAL;
         }
     }
-    *ops = sampi_netdev_find(name);
-    if (!*ops)
-        return -ENOENT;
-    return (*ops)->open(comm, NULL, nd);
+    /* collective: a module missing on one rank fails everywhere */
+    int rc = sampi_netdev_load_agreed(comm, NULL, name, NULL, ops);
+    return rc ? rc : (*ops)->open(comm, NULL, nd);
 }
 
 /* ------------------------------------------------------------------ ring */
@@ -532,8 +533,9 @@ static void *thread_main(void *p)
     snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - a->spec) : (int)strlen(a->spec),
              a->spec);
     /* The provider was set by the main thread before the threads started. */
-    ops = sampi_netdev_find(name);
-    int rc = ops ? ops->open(a->comm, NULL, &nd) : -ENOENT;
+    int rc = sampi_netdev_load_agreed(a->comm, NULL, name, NULL, &ops);
+    if (!rc)
+        rc = ops->open(a->comm, NULL, &nd);
     if (rc || !nd) {
         fail(&a->c, "open on a duplicate communicator: %s", strerror(rc ? -rc : EIO));
         return NULL;
@@ -701,7 +703,7 @@ static void run_backend(const char *spec, int do_bench, int do_checks, int do_bi
     int rc = open_backend(spec, MPI_COMM_WORLD, &nd, &ops);
     if (rc || !nd)
         fail(&c_open, "open failed: %s%s", rc ? strerror(-rc) : "no netdev",
-             ops ? " (see the warning above for the transport's reason)" : " (unknown backend)");
+             " (see the warning above for the transport's or the loader's reason)");
     /* open() promises the same outcome everywhere: check that promise too. */
     int opened = nd != NULL, all = 0, any = 0;
     PMPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -21,6 +21,7 @@ int main(void)
         sampi_selective_suite,
         sampi_optireduce_suite,
         sampi_dgram_suite,
+        sampi_module_suite,
         sampi_optireduce_repair_suite,
         sampi_autosel_suite,
         sampi_tuning_suite,

@@ -588,13 +588,17 @@ START_TEST(categories_shift_every_index)
     ck_assert_int_eq(nc, K());
     ck_assert_int_eq(np, P);
     ck_assert_int_eq(ncat, 0);
-    int all[64];
+    /* as many as there are: more than 64 cvars already (with their
+     * per-communicator variants) */
+    int *all = malloc(sizeof(int) * (size_t)(nc > np ? nc : np));
+    ck_assert_ptr_nonnull(all);
     ck_assert_int_eq(sampi_mpit_category_get_cvars(&fake, 0, nc, all), MPI_SUCCESS);
     for (int i = 0; i < nc; i++)
         ck_assert_int_eq(all[i], i);
     ck_assert_int_eq(sampi_mpit_category_get_pvars(&fake, 0, np, all), MPI_SUCCESS);
     for (int i = 0; i < np; i++)
         ck_assert_int_eq(all[i], i);
+    free(all);
 
     int i = -1;
     ck_assert_int_eq(sampi_mpit_category_get_index(&fake, "sampi", &i), MPI_SUCCESS);
