@@ -766,7 +766,7 @@ static int plan_timeouts(struct opti_state *st, struct call *cl, size_t bytes)
 
 static int fall_back(struct sampi_comm *c, const struct sampi_coll_args *a)
 {
-    int rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_BROKEN, SAMPI_ALGO_NATIVE);
+    int rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_BROKEN, SAMPI_ALGO_NATIVE, NULL);
     return rc ? rc : sampi_allreduce_native(a);
 }
 

@@ -15,6 +15,7 @@
 #include "argcheck.h"
 #include "auto.h"
 #include "comm.h"
+#include "dtype.h"
 #include "debug_delay.h"
 #include "revoke.h"
 #include "select.h"
@@ -24,35 +25,74 @@
 #include "wrap.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+/* "communicator 3 (4 ranks)", the same on every rank, for per-call lines;
+ * "a communicator of N ranks" before its id is agreed. */
+static void comm_name(const struct sampi_comm *c, MPI_Comm comm, char *buf, size_t len)
+{
+    int size = 0;
+    if (c && c->ctl != MPI_COMM_NULL) {
+        snprintf(buf, len, "communicator %llu (%d ranks)", (unsigned long long)sampi_comm_label(c),
+                 c->size);
+        return;
+    }
+    PMPI_Comm_size(comm, &size);
+    snprintf(buf, len, "a communicator of %d ranks", size);
+}
 
 static void log_call(const struct sampi_coll_args *a, enum sampi_algo_id algo)
 {
     if (!sampi_log_enabled(SAMPI_LOG_CALL))
         return;
     const struct sampi_comm *c = a->state;
-    sampi_log(SAMPI_LOG_CALL, "allreduce algorithm=%s netdev=%s count=%zu bytes=%zu op=%s elem=%s",
+    char name[64];
+    comm_name(c, a->comm, name, sizeof(name));
+    sampi_log(SAMPI_LOG_CALL,
+              "allreduce on %s: algorithm=%s netdev=%s count=%zu bytes=%zu op=%s elem=%s", name,
               sampi_algos[algo].name, c && c->nd ? c->nd->ops->name : "none", a->count,
               a->count * a->dt.extent, sampi_op_name(a->op), sampi_elem_name(a->dt.elem));
 }
 
-static void count_call(struct sampi_comm *c, enum sampi_algo_id algo)
+/* `chosen`: SAMPI decided to run it this way (not a fallback). */
+static void count_call(struct sampi_comm *c, enum sampi_algo_id algo, int chosen)
 {
     sampi_stat_add(&c->stats.calls[algo], 1);
     sampi_stat_add(&sampi_process_stats.calls[algo], 1);
+    if (algo == SAMPI_ALGO_NATIVE && chosen)
+        sampi_stat_add(&sampi_process_stats.native_chosen, 1);
     atomic_store_explicit(&c->last_algo, algo, memory_order_relaxed);
+}
+
+/* "MPI_SUM on MPI_CHAR" for messages: the op and the datatype by name. */
+static void describe_call(MPI_Datatype datatype, MPI_Op op, char *buf, size_t len)
+{
+    char type[MPI_MAX_OBJECT_NAME] = "";
+    int n = 0;
+    if (datatype == MPI_DATATYPE_NULL || PMPI_Type_get_name(datatype, type, &n) != MPI_SUCCESS ||
+        !type[0])
+        snprintf(type, sizeof(type), "a derived datatype");
+    int sop = sampi_op_lookup(op);
+    snprintf(buf, len, "%s on %s",
+             sop >= 0 ? sampi_op_name((enum sampi_op)sop) : "a user-defined op", type);
 }
 
 static int fall_back(struct sampi_comm *c, enum sampi_fallback_reason why, const void *sendbuf,
                      void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    int rc = sampi_comm_note_fallback(c, why);
+    char what[MPI_MAX_OBJECT_NAME + 64], name[64];
+    describe_call(datatype, op, what, sizeof(what));
+    int rc = sampi_comm_note_fallback(c, why, what);
     if (rc)
         return sampi_report_error(comm, rc);
     if (c)
-        count_call(c, SAMPI_ALGO_NATIVE);
-    sampi_log(SAMPI_LOG_CALL, "allreduce algorithm=native netdev=none count=%d fallback=%s", count,
-              sampi_fallback_reason_names[why]);
+        count_call(c, SAMPI_ALGO_NATIVE, 0);
+    if (sampi_log_enabled(SAMPI_LOG_CALL)) {
+        comm_name(c, comm, name, sizeof(name));
+        sampi_log(SAMPI_LOG_CALL, "allreduce on %s: algorithm=native count=%d %s fallback=%s", name,
+                  count, what, sampi_fallback_reason_names[why]);
+    }
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
@@ -89,7 +129,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return fall_back(NULL, SAMPI_FALLBACK_COMM, sendbuf, recvbuf, count, datatype, op, comm);
     a.state = c;
     if (count == 0) { /* as Open MPI: nothing to reduce, no communication */
-        count_call(c, SAMPI_ALGO_NATIVE);
+        count_call(c, SAMPI_ALGO_NATIVE, 1);
         log_call(&a, SAMPI_ALGO_NATIVE);
         return MPI_SUCCESS;
     }
@@ -121,7 +161,9 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         if (sampi_algos[algo].suited && !sampi_algos[algo].suited(&a)) {
             /* e.g. no straggler or degraded rank known, too few ranks or
              * elements: decided from agreed inputs, so every rank runs ring */
-            rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING);
+            char what[MPI_MAX_OBJECT_NAME + 64];
+            describe_call(datatype, op, what, sizeof(what));
+            rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING, what);
             if (rc)
                 return sampi_report_error(comm, rc);
             algo = SAMPI_ALGO_RING;
@@ -130,7 +172,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (tracked)
         sampi_tracker_begin(c);
     if (algo == SAMPI_ALGO_NATIVE) {
-        count_call(c, algo);
+        count_call(c, algo, 1);
         log_call(&a, algo);
         rc = sampi_algos[algo].run(&a);
         sampi_debug_algo_delay_apply(algo);
@@ -146,7 +188,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return sampi_report_error(comm, -SAMPI_EREVOKED);
     if (rc) /* the same answer on every rank: they agreed on the outcome */
         return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
-    count_call(c, algo);
+    count_call(c, algo, 1);
     log_call(&a, algo);
     rc = sampi_argcheck_post(c, &a, algo);
     if (!rc) {

@@ -388,13 +388,13 @@ int sampi_comm_algorithm_setting(const struct sampi_comm *c)
     return c && c->forced_algo >= 0 ? c->forced_algo : (int)sampi_cvar_int(SAMPI_CVAR_ALGORITHM);
 }
 
-int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why)
+int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why, const char *what)
 {
-    return sampi_comm_note_substitute(c, why, SAMPI_ALGO_NATIVE);
+    return sampi_comm_note_substitute(c, why, SAMPI_ALGO_NATIVE, what);
 }
 
 int sampi_comm_note_substitute(struct sampi_comm *c, enum sampi_fallback_reason why,
-                               enum sampi_algo_id instead)
+                               enum sampi_algo_id instead, const char *what)
 {
     const char *target =
         instead == SAMPI_ALGO_NATIVE ? "PMPI_Allreduce" : sampi_algos[instead].name;
@@ -408,21 +408,21 @@ int sampi_comm_note_substitute(struct sampi_comm *c, enum sampi_fallback_reason 
         return 0; /* nothing was forced: falling back is the plan */
     switch ((enum sampi_fallback_policy)sampi_cvar_int(SAMPI_CVAR_FALLBACK)) {
     case SAMPI_FALLBACK_ERROR:
-        sampi_log_warn("%s cannot run this call (%s) and sampi_fallback=error",
-                       sampi_algos[setting].name, sampi_fallback_reason_names[why]);
+        sampi_log_warn("%s cannot run %s (%s) and sampi_fallback=error", sampi_algos[setting].name,
+                       what ? what : "this call", sampi_fallback_reason_names[why]);
         return -ENOTSUP;
     case SAMPI_FALLBACK_WARN: {
-        /* once per communicator and reason; calls without state warn once per
-         * process and reason */
+        /* once per process and reason (a program with many communicators or
+         * datatypes would otherwise repeat it); the rest at sampi_verbose 2 */
         static _Atomic unsigned process_warned;
         unsigned bit = 1u << why;
-        unsigned before = c ? c->warned : atomic_fetch_or(&process_warned, bit);
-        if (c)
-            c->warned |= bit;
-        if (!(before & bit))
-            sampi_log_warn("%s cannot run a call (reason: %s): using %s "
-                           "(set SAMPI_FALLBACK=silent to hide this)",
-                           sampi_algos[setting].name, sampi_fallback_reason_names[why], target);
+        int first = !(atomic_fetch_or(&process_warned, bit) & bit);
+        sampi_log(first ? SAMPI_LOG_WARN : SAMPI_LOG_SETUP,
+                  "%s cannot run %s (reason: %s): using %s%s", sampi_algos[setting].name,
+                  what ? what : "a call", sampi_fallback_reason_names[why], target,
+                  first ? " (said once per reason; SAMPI_FALLBACK=silent hides it, "
+                          "SAMPI_VERBOSE=2 shows every one)"
+                        : "");
         return 0;
     }
     case SAMPI_FALLBACK_SILENT:

@@ -61,7 +61,6 @@ struct sampi_comm {
     struct sampi_auto_state *autosel;
     uint64_t auto_regime_changes; /* regime changes already logged */
     size_t scratch_size;
-    unsigned warned; /* fallback reasons already reported (bit per reason) */
     struct sampi_stats stats;
     struct sampi_comm *prev, *next; /* every live state, for MPI_Finalize */
 };
@@ -107,14 +106,16 @@ int sampi_comm_open_netdev(struct sampi_comm *c);
 void *sampi_comm_scratch(struct sampi_comm *c, size_t size);
 
 /* Count a fallback to PMPI_Allreduce (c may be NULL) and, when the user forced
- * an algorithm, report it according to sampi_fallback.  0: go on with PMPI;
+ * an algorithm, report it according to sampi_fallback (`what` names the call:
+ * "MPI_SUM on MPI_CHAR", or NULL).  0: go on with PMPI;
  * -ENOTSUP: sampi_fallback=error, fail the call. */
-int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why);
+int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why,
+                             const char *what);
 
 /* The same, for a call the forced algorithm cannot run that goes to the SAMPI
  * algorithm `instead` rather than to PMPI_Allreduce. */
 int sampi_comm_note_substitute(struct sampi_comm *c, enum sampi_fallback_reason why,
-                               enum sampi_algo_id instead);
+                               enum sampi_algo_id instead, const char *what);
 
 /* The algorithm setting in force for c: its own, else sampi_algorithm. */
 int sampi_comm_algorithm_setting(const struct sampi_comm *c);

@@ -8,11 +8,15 @@
  * initialised through a path we do not wrap (Open MPI's Fortran MPI_INIT calls
  * PMPI_Init directly).
  */
+#define _GNU_SOURCE 1 /* dladdr */
+#include "sampi_autoconf.h"
+
 #include "auto.h"
 #include "comm.h"
 #include "revoke.h"
 #include "sampi_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -53,7 +57,13 @@ int sampi_runtime_mpi_ready(void)
             atomic_store_explicit(&mpi_ready, 1, memory_order_release);
             if (rank == 0) {
                 char algo[64], nd[64];
-                sampi_log(SAMPI_LOG_INFO, "SAMPI active on %d ranks: algorithm=%s netdev=%s", size,
+                Dl_info dl;
+                const char *lib = dladdr((void *)sampi_runtime_mpi_ready, &dl) && dl.dli_fname
+                                      ? dl.dli_fname
+                                      : "(location unknown)";
+                sampi_log(SAMPI_LOG_INFO,
+                          "SAMPI %s (%s) active on %d rank%s: algorithm=%s netdev=%s",
+                          PACKAGE_VERSION, lib, size, size == 1 ? "" : "s",
                           sampi_cvar_text(SAMPI_CVAR_ALGORITHM, algo, sizeof(algo)),
                           sampi_cvar_text(SAMPI_CVAR_NETDEV, nd, sizeof(nd)));
             }

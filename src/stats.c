@@ -21,21 +21,39 @@ void sampi_stats_log_summary(void)
 {
     if (!sampi_log_enabled(SAMPI_LOG_INFO))
         return;
-    char line[768];
+    const struct sampi_stats *p = &sampi_process_stats;
+    uint64_t total = 0, by_sampi = 0;
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+        uint64_t n = sampi_stat_get((_Atomic uint64_t *)&p->calls[a]);
+        total += n;
+        by_sampi += a == SAMPI_ALGO_NATIVE ? 0 : n;
+    }
+    uint64_t openmpi = sampi_stat_get((_Atomic uint64_t *)&p->calls[SAMPI_ALGO_NATIVE]);
+    uint64_t chosen = sampi_stat_get((_Atomic uint64_t *)&p->native_chosen);
+    char line[1024];
     size_t n = 0;
-    n += (size_t)snprintf(line + n, sizeof(line) - n, "summary: calls");
+    n += (size_t)snprintf(line + n, sizeof(line) - n,
+                          "summary: calls=%llu sampi=%llu openmpi=%llu openmpi-chosen=%llu "
+                          "openmpi-fallback=%llu;",
+                          (unsigned long long)total, (unsigned long long)by_sampi,
+                          (unsigned long long)openmpi, (unsigned long long)chosen,
+                          (unsigned long long)(openmpi - chosen));
+    /* auto is never counted: a call counts under the algorithm auto chose */
     for (int a = 0; a < SAMPI_ALGO__COUNT && n < sizeof(line); a++)
-        n += (size_t)snprintf(line + n, sizeof(line) - n, " %s=%llu", sampi_algos[a].name,
-                              (unsigned long long)sampi_stat_get(&sampi_process_stats.calls[a]));
+        if (a != SAMPI_ALGO_AUTO)
+            n += (size_t)snprintf(
+                line + n, sizeof(line) - n, " %s=%llu", sampi_algos[a].name,
+                (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->calls[a]));
     for (int r = 0; r < SAMPI_FALLBACK__COUNT && n < sizeof(line); r++)
         n += (size_t)snprintf(
             line + n, sizeof(line) - n, " fallback-%s=%llu", sampi_fallback_reason_names[r],
-            (unsigned long long)sampi_stat_get(&sampi_process_stats.fallbacks[r]));
+            (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->fallbacks[r]));
     if (n < sizeof(line))
-        snprintf(line + n, sizeof(line) - n, " sent=%llu received=%llu errors=%llu",
-                 (unsigned long long)sampi_stat_get(&sampi_process_stats.bytes_sent),
-                 (unsigned long long)sampi_stat_get(&sampi_process_stats.bytes_received),
-                 (unsigned long long)sampi_stat_get(&sampi_process_stats.errors));
+        snprintf(line + n, sizeof(line) - n, "; sent=%llu received=%llu errors=%llu revoked=%llu",
+                 (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->bytes_sent),
+                 (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->bytes_received),
+                 (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->errors),
+                 (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->revocations));
     sampi_log(SAMPI_LOG_INFO, "%s", line);
 }
 
