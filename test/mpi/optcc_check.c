@@ -108,7 +108,12 @@ int main(int argc, char **argv)
     /* k = 4 (smallest accepted, and a prime), then k = 16 and 32 for doubles */
     const size_t counts[] = {4 * (size_t)(size - 1), 1009, (size_t)(size - 1) * 1024 * 17 + 5,
                              (size_t)(size - 1) * 1024 * 33 + 3};
+    /* Every degraded rank up to 5 ranks; above, the first, a middle and the
+     * last one (the schedule's index arithmetic wraps at both ends): all 8 at
+     * 8 ranks took over 300 s with both cores busy. */
     for (int z = 0; z < size; z++) {
+        if (size > 5 && z != 0 && z != size / 2 && z != size - 1)
+            continue;
         for (size_t li = 0; li < sizeof slowdowns / sizeof slowdowns[0]; li++) {
             char value[64];
             snprintf(value, sizeof value, "%d:%s", z, slowdowns[li]);
