@@ -283,7 +283,9 @@ void sampi_tuning_collect(struct sampi_tuning *t, int ranks, const struct sampi_
         for (int r = 0; r < SAMPI_REGIME__COUNT; r++) {
             const struct sampi_autosel_cell *c = sampi_autosel_cell(s, b, (enum sampi_regime)r);
             struct sampi_tuning_entry e = {.ranks = ranks, .bucket = b, .regime = r};
-            if (!c || c->state != SAMPI_CELL_CONVERGED || c->measured == 0 ||
+            /* a cell exploring again (a re-check, drift) keeps its winner so
+             * far; a cell that never converged has none and is left out */
+            if (!c || c->choice < 0 || c->measured == 0 ||
                 sampi_autosel_ranking(c, &e.algo, &e.cost_ns, &e.next, &e.next_ns) < 0)
                 continue;
             e.samples = c->measured;
