@@ -204,6 +204,23 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
     return (enum sampi_algo_id)call->d.algo;
 }
 
+/* "rhd 812.4 us, next best ring +7%" for a cell with a winner: 0, or -1. */
+static int rank_text(const struct sampi_autosel_cell *cell, char *buf, size_t len)
+{
+    int best, next;
+    double best_ns, next_ns;
+    if (!cell || sampi_autosel_ranking(cell, &best, &best_ns, &next, &next_ns))
+        return -1;
+    if (next >= 0 && best_ns > 0)
+        snprintf(buf, len, "%s %.1f us from the last arrival, next best %s %+.0f%%",
+                 sampi_algos[best].name, best_ns / 1e3, sampi_algos[next].name,
+                 100 * (next_ns / best_ns - 1));
+    else
+        snprintf(buf, len, "%s %.1f us from the last arrival, no other arm measured",
+                 sampi_algos[best].name, best_ns / 1e3);
+    return 0;
+}
+
 void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, double cost_ns)
 {
     if (!call->active || !c->autosel)
@@ -212,22 +229,14 @@ void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, 
     publish(c->autosel, call->d.bucket, call->in.regime);
     if (!converged)
         return;
-    const struct sampi_autosel_cell *cell =
-        sampi_autosel_cell(&c->autosel->sel, call->d.bucket, call->in.regime);
-    int best, next;
-    double best_ns, next_ns;
-    if (sampi_autosel_ranking(cell, &best, &best_ns, &next, &next_ns))
+    char text[160];
+    if (rank_text(sampi_autosel_cell(&c->autosel->sel, call->d.bucket, call->in.regime), text,
+                  sizeof(text)))
         return;
-    char tail[96] = "";
-    if (next >= 0 && best_ns > 0)
-        snprintf(tail, sizeof(tail), ", next %s %+.0f%%", sampi_algos[next].name,
-                 100 * (next_ns / best_ns - 1));
     sampi_log(SAMPI_LOG_SETUP,
-              "communicator %llu: auto chose %s for calls up to %zu bytes (regime %s): %.0f us "
-              "from the last arrival%s",
-              (unsigned long long)sampi_comm_label(c), sampi_algos[best].name,
-              (size_t)1 << call->d.bucket, sampi_regime_names[call->in.regime], best_ns / 1e3,
-              tail);
+              "communicator %llu: auto chose for calls up to %zu bytes (regime %s): %s",
+              (unsigned long long)sampi_comm_label(c), (size_t)1 << call->d.bucket,
+              sampi_regime_names[call->in.regime], text);
 }
 
 void sampi_auto_log_table(const struct sampi_comm *c)
@@ -237,21 +246,15 @@ void sampi_auto_log_table(const struct sampi_comm *c)
     for (int r = 0; r < SAMPI_REGIME__COUNT; r++)
         for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++) {
             const struct sampi_autosel_cell *cell = sampi_autosel_cell(&c->autosel->sel, b, r);
-            int best, next;
-            double best_ns, next_ns;
-            if (!cell || sampi_autosel_ranking(cell, &best, &best_ns, &next, &next_ns))
+            char text[160];
+            if (rank_text(cell, text, sizeof(text)))
                 continue;
-            char tail[96] = ", no other arm measured";
-            if (next >= 0 && best_ns > 0)
-                snprintf(tail, sizeof(tail), ", next best %s %+.0f%%", sampi_algos[next].name,
-                         100 * (next_ns / best_ns - 1));
             sampi_log(SAMPI_LOG_INFO,
-                      "auto table: communicator %llu (%d ranks), up to %zu bytes, regime %s: %s "
-                      "%.1f us%s; %llu calls, %llu measured, %llu explorations%s",
+                      "auto table: communicator %llu (%d ranks), up to %zu bytes, regime %s: %s; "
+                      "%llu calls, %llu measured, %llu explorations%s",
                       (unsigned long long)sampi_comm_label(c), c->size, (size_t)1 << b,
-                      sampi_regime_names[r], sampi_algos[best].name, best_ns / 1e3, tail,
-                      (unsigned long long)cell->calls, (unsigned long long)cell->measured,
-                      (unsigned long long)cell->explorations,
+                      sampi_regime_names[r], text, (unsigned long long)cell->calls,
+                      (unsigned long long)cell->measured, (unsigned long long)cell->explorations,
                       cell->state == SAMPI_CELL_EXPLORING ? " (still exploring)" : "");
         }
 }
