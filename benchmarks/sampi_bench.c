@@ -49,9 +49,9 @@ enum { BENCH_OK = 0, BENCH_FAILED = 1, BENCH_USAGE = 2 };
 
 #define MAX_ENTRIES 16
 #define NAME_LEN    64
-/* Distinct algorithm names remembered per (size, entry): enough to show that
- * the library switched, without storing one name per call. */
-#define MAX_RAN 4
+/* Distinct algorithm names remembered (and counted) per (size, entry): enough
+ * for every exact algorithm auto may run, without storing one name per call. */
+#define MAX_RAN 8
 /* Validation checks that this many bytes past the result stay untouched. */
 #define GUARD_BYTES 64
 #define GUARD_FILL  0xA5
@@ -437,11 +437,22 @@ struct entry {
     bool direct;
     bool announced;
     char last_report[2 * NAME_LEN]; /* "ran@netdev" last reported, to warn once per change */
+    /* auto entries: what auto's performance variables say, read after every
+     * call on rank 0, outside the timed window (see note_auto) */
+    bool pv_ok;
+    MPI_T_pvar_handle pv_choice, pv_regime, pv_explorations;
+    int pv_nchoice;
+    int *pv_buf;
     /* Reset for every size. */
     const char *ran[MAX_RAN];
+    int ran_calls[MAX_RAN];
     int nran;
     int errors;
     int first_error;
+    int calls;                       /* calls of this size so far, warm-up included */
+    int unconverged;                 /* the last of them after which auto had no choice */
+    int auto_choice, auto_regime;    /* after the last call; -1 unknown */
+    unsigned long long expl0, expl1; /* sampi_comm_auto_explorations before and after */
 };
 
 struct bench {
@@ -453,6 +464,9 @@ struct bench {
     double (*now)(void);
     const char *clock_name;
     FILE *info; /* header and notes: stdout with the table, stderr with --json */
+    bool mpit;  /* MPI_T initialised for the auto entries' performance variables */
+    MPI_T_pvar_session session;
+    char algo_names[32][NAME_LEN]; /* sampi_algorithm's enum: value -> name ("" unknown) */
     bool table_started;
     int status;
 };
@@ -653,19 +667,160 @@ static int setup_entries(struct bench *b)
     return -1;
 }
 
+/* ------------------------------------------------------------ auto's pvars */
+
+/* For an auto entry, rank 0 reads the library's performance variables
+ * (sampi(7), AUTO) after every call, outside the timed window: how many calls
+ * auto took before it had a choice, what it chose, in which regime, and how
+ * often it explored.  Without them (another library, an older SAMPI) the JSON
+ * keys say null. */
+static bool is_auto(const struct entry *e)
+{
+    return strcmp(e->spec->algo, "auto") == 0 && !e->direct;
+}
+
+static int pvar_handle(struct bench *b, const char *name, int cls, MPI_Comm comm,
+                       MPI_T_pvar_handle *h, int *count)
+{
+    int idx;
+
+    if (MPI_T_pvar_get_index(name, cls, &idx) != MPI_SUCCESS ||
+        MPI_T_pvar_handle_alloc(b->session, idx, &comm, h, count) != MPI_SUCCESS) {
+        *h = MPI_T_PVAR_HANDLE_NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* sampi_comm_auto_choice holds algorithm ids: their names are the items of
+ * the sampi_algorithm control variable's enum. */
+static void load_algo_names(struct bench *b)
+{
+    char name[NAME_LEN], desc[256];
+    int idx, verbosity, bind, scope, count = 0;
+    int name_len = sizeof(name), desc_len = sizeof(desc);
+    MPI_Datatype type;
+    MPI_T_enum et = MPI_T_ENUM_NULL;
+
+    if (MPI_T_cvar_get_index("sampi_algorithm", &idx) != MPI_SUCCESS ||
+        MPI_T_cvar_get_info(idx, name, &name_len, &verbosity, &type, &et, desc, &desc_len, &bind,
+                            &scope) != MPI_SUCCESS ||
+        et == MPI_T_ENUM_NULL)
+        return;
+    name_len = sizeof(name);
+    if (MPI_T_enum_get_info(et, &count, name, &name_len) != MPI_SUCCESS)
+        return;
+    for (int i = 0; i < count; i++) {
+        int value;
+        name_len = sizeof(name);
+        if (MPI_T_enum_get_item(et, i, &value, name, &name_len) == MPI_SUCCESS && value >= 0 &&
+            value < (int)(sizeof(b->algo_names) / sizeof(b->algo_names[0])))
+            snprintf(b->algo_names[value], NAME_LEN, "%s", name);
+    }
+}
+
+static void setup_auto_pvars(struct bench *b)
+{
+    int provided, n;
+    bool any = false;
+
+    for (int i = 0; i < b->nent; i++) {
+        b->ent[i].pv_choice = b->ent[i].pv_regime = b->ent[i].pv_explorations =
+            MPI_T_PVAR_HANDLE_NULL;
+        any = any || is_auto(&b->ent[i]);
+    }
+    if (!is_root(b) || !any || MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    b->mpit = true;
+    if (MPI_T_pvar_session_create(&b->session) != MPI_SUCCESS) {
+        b->session = MPI_T_PVAR_SESSION_NULL;
+        return;
+    }
+    load_algo_names(b);
+    for (int i = 0; i < b->nent; i++) {
+        struct entry *e = &b->ent[i];
+        if (!is_auto(e) ||
+            pvar_handle(b, "sampi_comm_auto_choice", MPI_T_PVAR_CLASS_GENERIC, e->comm,
+                        &e->pv_choice, &e->pv_nchoice) ||
+            e->pv_nchoice <= 0 || !(e->pv_buf = calloc((size_t)e->pv_nchoice, sizeof(int))) ||
+            pvar_handle(b, "sampi_comm_auto_regime", MPI_T_PVAR_CLASS_GENERIC, e->comm,
+                        &e->pv_regime, &n) ||
+            pvar_handle(b, "sampi_comm_auto_explorations", MPI_T_PVAR_CLASS_COUNTER, e->comm,
+                        &e->pv_explorations, &n))
+            continue;
+        e->pv_ok = true;
+    }
+}
+
+static void free_auto_pvars(struct bench *b)
+{
+    for (int i = 0; i < b->nent; i++) {
+        struct entry *e = &b->ent[i];
+        MPI_T_pvar_handle *h[] = {&e->pv_choice, &e->pv_regime, &e->pv_explorations};
+        for (size_t k = 0; b->mpit && b->session != MPI_T_PVAR_SESSION_NULL && k < 3; k++)
+            if (*h[k] != MPI_T_PVAR_HANDLE_NULL)
+                MPI_T_pvar_handle_free(b->session, h[k]);
+        free(e->pv_buf);
+        e->pv_buf = NULL;
+        e->pv_ok = false;
+    }
+    if (b->mpit && b->session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&b->session);
+    if (b->mpit)
+        MPI_T_finalize();
+    b->mpit = false;
+}
+
+static unsigned long long read_explorations(struct bench *b, struct entry *e)
+{
+    unsigned long long v = 0;
+
+    if (e->pv_ok && MPI_T_pvar_read(b->session, e->pv_explorations, &v) != MPI_SUCCESS)
+        e->pv_ok = false;
+    return v;
+}
+
+/* After every call of an auto entry (rank 0): auto's bucket for this size
+ * (element b holds calls of up to 2^b bytes) has a choice in the current
+ * regime once that regime's cell has converged. */
+static void note_auto(struct bench *b, struct entry *e, size_t nbytes)
+{
+    int bucket = 0, regime = -1;
+
+    if (!e->pv_ok)
+        return;
+    while (bucket < e->pv_nchoice - 1 && ((size_t)1 << bucket) < nbytes)
+        bucket++;
+    e->calls++;
+    if (MPI_T_pvar_read(b->session, e->pv_choice, e->pv_buf) != MPI_SUCCESS ||
+        MPI_T_pvar_read(b->session, e->pv_regime, &regime) != MPI_SUCCESS) {
+        e->pv_ok = false;
+        return;
+    }
+    e->expl1 = read_explorations(b, e);
+    e->auto_choice = e->pv_buf[bucket];
+    e->auto_regime = regime;
+    if (e->auto_choice < 0)
+        e->unconverged = e->calls;
+}
+
 static void free_entries(struct bench *b)
 {
+    free_auto_pvars(b);
     for (int i = 0; i < b->nent; i++) {
         if (b->ent[i].comm != MPI_COMM_NULL)
             MPI_Comm_free(&b->ent[i].comm);
     }
 }
 
-static void reset_entry_counters(struct entry *e)
+static void reset_entry_counters(struct bench *b, struct entry *e)
 {
     e->nran = 0;
     e->errors = 0;
     e->first_error = MPI_SUCCESS;
+    e->calls = e->unconverged = 0;
+    e->auto_choice = e->auto_regime = -1;
+    e->expl0 = e->expl1 = read_explorations(b, e);
 }
 
 static void note_error(struct entry *e, int rc)
@@ -681,11 +836,15 @@ static void note_ran(struct entry *e)
     const char *ran = e->direct ? "pmpi" : sampi_comm_last_algorithm(e->comm);
 
     for (int i = 0; i < e->nran; i++) {
-        if (e->ran[i] == ran || strcmp(e->ran[i], ran) == 0)
+        if (e->ran[i] == ran || strcmp(e->ran[i], ran) == 0) {
+            e->ran_calls[i]++;
             return;
+        }
     }
-    if (e->nran < MAX_RAN)
+    if (e->nran < MAX_RAN) {
+        e->ran_calls[e->nran] = 1;
         e->ran[e->nran++] = ran;
+    }
 }
 
 /* ------------------------------------------------------------ buffers and data */
@@ -803,6 +962,7 @@ static void run_timed(struct bench *b, const struct buffers *bufs, int warmup, i
                                                               b->cfg.dt->mpi, MPI_SUM, e->comm);
             t1 = b->now();
             note_error(e, rc);
+            note_auto(b, e, bufs->nbytes);
             if (i >= warmup) {
                 double *s = &stamps[2 * ((size_t)ei * (size_t)iters + (size_t)(i - warmup))];
                 s[0] = t0;
@@ -878,6 +1038,9 @@ static void validate_all(struct bench *b, const struct buffers *bufs, size_t byt
 struct result {
     const char *algo, *netdev, *datatype, *op, *clock;
     char ran[MAX_RAN * NAME_LEN];
+    const struct entry *ent;                     /* for ran_calls */
+    const char *auto_choice, *auto_regime;       /* NULL: not an auto entry, or unknown */
+    long long auto_converged, auto_explorations; /* -1: idem */
     int np, iters, warmup, straggler, errors;
     long long bytes, count;
     bool inplace;
@@ -885,6 +1048,7 @@ struct result {
     double delay_ms;
     double avg, min, max;
     double call_p50, call_p99, last_p50, last_p99;
+    double last_p25, last_p75, last_mean;
     double tail_p50, tail_p90, tail_p99;
     double busbw, ratio; /* NaN: not defined */
 };
@@ -958,6 +1122,11 @@ static void compute_entry(const struct bench *b, const double *all, int ei, int 
     memcpy(call, last, (size_t)iters * sizeof(*last));
     res->last_p50 = sorted_percentile(call, iters, 50);
     res->last_p99 = percentile(call, iters, 99);
+    res->last_p25 = percentile(call, iters, 25);
+    res->last_p75 = percentile(call, iters, 75);
+    res->last_mean = 0;
+    for (int i = 0; i < iters; i++)
+        res->last_mean += last[i] / iters;
     /* osu-style bus bandwidth, from the part of the call the algorithm owns. */
     res->busbw = res->last_p50 > 0 ? (double)res->count * (double)b->cfg.dt->size / res->last_p50 *
                                          2.0 * (b->np - 1) / b->np
@@ -1006,11 +1175,38 @@ static void result_init(const struct bench *b, const struct entry *e, size_t byt
     res->delay_ms = b->cfg.straggler >= 0 ? b->cfg.delay_ms : NAN;
     res->validated = -1;
     res->ratio = NAN;
+    res->ent = e;
+    res->auto_converged = res->auto_explorations = -1;
+    if (e->pv_ok) {
+        static const char *const regimes[] = {"none", "straggler", "degraded"};
+        int nnames = (int)(sizeof(b->algo_names) / sizeof(b->algo_names[0]));
+        if (e->auto_choice >= 0) {
+            res->auto_converged = e->unconverged + 1;
+            res->auto_choice = e->auto_choice < nnames && b->algo_names[e->auto_choice][0]
+                                   ? b->algo_names[e->auto_choice]
+                                   : NULL;
+        }
+        if (e->auto_regime >= 0 && e->auto_regime < 3)
+            res->auto_regime = regimes[e->auto_regime];
+        res->auto_explorations = (long long)(e->expl1 - e->expl0);
+    }
 }
 
 /* ------------------------------------------------------------ output */
 
-enum field_kind { F_STR, F_CHARS, F_INT, F_RANK, F_LL, F_BOOL, F_TRI, F_DBL };
+enum field_kind {
+    F_STR,
+    F_CHARS,
+    F_INT,
+    F_RANK,
+    F_LL,
+    F_BOOL,
+    F_TRI,
+    F_DBL,
+    F_OPTSTR,
+    F_OPTLL,
+    F_RANCALLS
+};
 
 enum field_show {
     SHOW_JSON = 0, /* JSON only */
@@ -1055,6 +1251,9 @@ static const struct field fields[] = {
     {"call_p99_us", "Call P99(us)", 14, F_DBL, R(call_p99), SHOW_ALWAYS},
     {"last_arrival_p50_us", "Last P50(us)", 14, F_DBL, R(last_p50), SHOW_ALWAYS},
     {"last_arrival_p99_us", "Last P99(us)", 14, F_DBL, R(last_p99), SHOW_ALWAYS},
+    {"last_arrival_p25_us", NULL, 0, F_DBL, R(last_p25), SHOW_JSON},
+    {"last_arrival_p75_us", NULL, 0, F_DBL, R(last_p75), SHOW_JSON},
+    {"last_arrival_mean_us", NULL, 0, F_DBL, R(last_mean), SHOW_JSON},
     {"busbw_MBps", "Busbw(MB/s)", 13, F_DBL, R(busbw), SHOW_ALWAYS},
     {"ratio_vs_native", "vs native", 11, F_DBL, R(ratio), SHOW_ALWAYS},
     {"validated", "Validation", 12, F_TRI, R(validated), SHOW_CHECK},
@@ -1062,6 +1261,11 @@ static const struct field fields[] = {
     {"straggler", NULL, 0, F_RANK, R(straggler), SHOW_JSON},
     {"delay_ms", NULL, 0, F_DBL, R(delay_ms), SHOW_JSON},
     {"clock", NULL, 0, F_STR, R(clock), SHOW_JSON},
+    {"ran_calls", NULL, 0, F_RANCALLS, R(ent), SHOW_JSON},
+    {"auto_choice", NULL, 0, F_OPTSTR, R(auto_choice), SHOW_JSON},
+    {"auto_regime", NULL, 0, F_OPTSTR, R(auto_regime), SHOW_JSON},
+    {"auto_converged_calls", NULL, 0, F_OPTLL, R(auto_converged), SHOW_JSON},
+    {"auto_explorations", NULL, 0, F_OPTLL, R(auto_explorations), SHOW_JSON},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -1130,6 +1334,30 @@ static void json_value(FILE *out, const struct result *res, const struct field *
         else
             fputs("null", out);
         break;
+    case F_OPTSTR:
+        if (*(const char *const *)p)
+            json_string(out, *(const char *const *)p);
+        else
+            fputs("null", out);
+        break;
+    case F_OPTLL:
+        if (*(const long long *)p >= 0)
+            fprintf(out, "%lld", *(const long long *)p);
+        else
+            fputs("null", out);
+        break;
+    case F_RANCALLS: {
+        const struct entry *e = *(const struct entry *const *)p;
+        fputc('{', out);
+        for (int i = 0; i < e->nran; i++) {
+            if (i)
+                fputc(',', out);
+            json_string(out, e->ran[i]);
+            fprintf(out, ":%d", e->ran_calls[i]);
+        }
+        fputc('}', out);
+        break;
+    }
     }
 }
 
@@ -1191,6 +1419,10 @@ static void print_table_row(const struct bench *b, const struct result *res)
             else
                 printf("%*s", f->width, "-");
             break;
+        case F_OPTSTR:
+        case F_OPTLL:
+        case F_RANCALLS:
+            break; /* JSON only */
         }
     }
     putchar('\n');
@@ -1344,7 +1576,7 @@ static int run_size(struct bench *b, size_t bytes)
     pattern_fill(b, &p, bufs.send, bufs.count);
     memset(bufs.recv, 0, bufs.nbytes + GUARD_BYTES);
     for (int ei = 0; ei < b->nent; ei++)
-        reset_entry_counters(&b->ent[ei]);
+        reset_entry_counters(b, &b->ent[ei]);
     run_timed(b, &bufs, warmup, iters, stamps);
 
     if (b->cfg.check)
@@ -1384,6 +1616,7 @@ static int run(struct bench *b, int argc, char **argv)
     }
     if (setup_entries(b))
         return BENCH_USAGE;
+    setup_auto_pvars(b);
     b->info = b->cfg.json ? stderr : stdout;
     choose_clock(b);
     if (is_root(b))

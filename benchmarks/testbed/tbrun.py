@@ -160,6 +160,7 @@ class Testbed:
                 rows[row["algo"]] = row
         notes = [l for l in r.stderr.splitlines() if l.startswith("#") or "warning" in l]
         info["notes"] = notes
+        info["stderr"] = r.stderr  # all of it, for a table that parses the library's log
         if r.returncode or any(a not in rows for a in algos):
             raise SetupError("phase %s failed (exit %d):\n%s" % (label, r.returncode,
                                                                   r.stderr.strip()[-3000:]), 1)
