@@ -114,6 +114,11 @@ struct config {
     int nspecs;
     int straggler;   /* -1: nobody is late */
     double delay_ms; /* < 0: not given */
+    /* --net-tail: a network tail emulated for the reliable entries */
+    double tail_pct;      /* < 0: off */
+    double tail_delay_ms; /* how late a late datagram is */
+    size_t tail_dgram;    /* bytes per datagram */
+    bool samples;         /* --samples: every timed call's last-arrival time in JSON */
 };
 
 static char opt_error[256];
@@ -281,6 +286,36 @@ static int opt_delay(struct config *cfg, const char *arg)
     return 0;
 }
 
+/* --net-tail PCT:MS[:DGRAM]: PCT percent of the datagrams a rank receives are
+ * MS milliseconds late; datagrams of DGRAM bytes (default 64 KiB, optireduce's
+ * on loopback and in the testbed). */
+static int opt_net_tail(struct config *cfg, const char *arg)
+{
+    char *end;
+    const char *ms;
+    size_t dgram = (size_t)64 << 10;
+
+    errno = 0;
+    cfg->tail_pct = strtod(arg, &end);
+    if (errno || end == arg || *end != ':' || !(cfg->tail_pct >= 0) || cfg->tail_pct > 100)
+        goto bad;
+    ms = end + 1;
+    cfg->tail_delay_ms = strtod(ms, &end);
+    if (errno || end == ms || !(cfg->tail_delay_ms >= 0) || cfg->tail_delay_ms > 3.6e6)
+        goto bad;
+    if (*end == ':' && (parse_bytes(end + 1, &dgram) || dgram == 0))
+        goto bad;
+    if (*end != ':' && *end != '\0')
+        goto bad;
+    cfg->tail_dgram = dgram;
+    return 0;
+bad:
+    cfg->tail_pct = -1;
+    return fail_opt("--net-tail: '%s' is not PCT:MS[:DGRAM_BYTES] (percent 0..100, "
+                    "milliseconds, bytes)",
+                    arg);
+}
+
 /* One row per option: adding an option is adding a row (and, for options with
  * an argument, its parser).  Flags set the bool at `flag` instead. */
 struct option_row {
@@ -312,6 +347,10 @@ static const struct option_row option_rows[] = {
      "comma-separated entries NAME or NAME@NETDEV, run interleaved (default native,auto)"},
     {"straggler", 0, "RANK", opt_straggler, 0, "this rank is late before every call"},
     {"delay-ms", 0, "D", opt_delay, 0, "how late the straggler is, in milliseconds"},
+    {"net-tail", 0, "PCT:MS[:DGRAM]", opt_net_tail, 0,
+     "emulate a network tail for reliable entries: PCT% of datagrams MS late"},
+    {"samples", 0, NULL, FLAG(samples),
+     "with --json, add every timed call's last-arrival time (for CDFs)"},
     {"json", 0, NULL, FLAG(json), "print one JSON object per (size, entry) on stdout"},
     {"version", 'v', NULL, FLAG(version), "print the SAMPI version and exit"},
     {"help", 'h', NULL, FLAG(help), "print this help and exit"},
@@ -348,6 +387,7 @@ static void config_defaults(struct config *cfg)
     cfg->dt = &dtypes[0];
     cfg->straggler = -1;
     cfg->delay_ms = -1;
+    cfg->tail_pct = -1;
     opt_algos(cfg, DEFAULT_ALGOS);
 }
 
@@ -435,6 +475,10 @@ struct entry {
     /* "pmpi": call PMPI_Allreduce directly, bypassing SAMPI entirely, to
      * measure what the interposition itself costs next to `native` */
     bool direct;
+    /* --net-tail applies: every algorithm but optireduce, whose datagrams
+     * meet their faults in the library (sampi_optireduce_fault) */
+    bool tail;
+    uint64_t tail_rng; /* the same seed on every entry: the same late calls */
     bool announced;
     char last_report[2 * NAME_LEN]; /* "ran@netdev" last reported, to warn once per change */
     /* auto entries: what auto's performance variables say, read after every
@@ -642,6 +686,7 @@ static int setup_entries(struct bench *b)
         if (b->native < 0 && strcmp(e->spec->algo, "native") == 0 && !e->spec->netdev[0])
             b->native = i;
         e->direct = strcmp(e->spec->algo, "pmpi") == 0 && !e->spec->netdev[0];
+        e->tail = b->cfg.tail_pct >= 0 && strcmp(e->spec->algo, "optireduce") != 0;
         if (first_bad != INT_MAX || e->direct)
             continue;
         rc = sampi_comm_set_algorithm(e->comm, e->spec->algo);
@@ -936,6 +981,37 @@ static void straggle(const struct bench *b)
         ;
 }
 
+/* The injector's generator (splitmix64, as netdev/dgram_fault.c draws): a
+ * uniform draw in (0, 1]. */
+static double tail_unit(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 1.0) / 9007199254740992.0;
+}
+
+/* --net-tail for a reliable entry: the call cannot end on this rank before
+ * the latest of the k datagrams it receives (2(p-1)/p of the message, the
+ * bandwidth-optimal share) has arrived.  Each is late with probability q, by
+ * the same fixed delay, so the call ends that much later when any one is:
+ * probability 1 - (1 - q)^k, one draw.  This is benchmarks/tail-table's
+ * emulation (sampi_tail_bench.c): this kernel has no netem, and a reliable
+ * transport's own retransmissions are not reached by the datagram fault
+ * injector. */
+static void tail_hold(const struct bench *b, struct entry *e, size_t nbytes)
+{
+    double q = b->cfg.tail_pct / 100.0, share = 2.0 * (b->np - 1) / b->np * (double)nbytes;
+    double k = ceil(share / (double)b->cfg.tail_dgram), ms = b->cfg.tail_delay_ms;
+
+    if (q <= 0 || ms <= 0 || k < 1 || tail_unit(&e->tail_rng) > 1 - pow(1 - q, k))
+        return;
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+        ;
+}
+
 /* stamps[2 * (entry * iters + i)] = entry time, [+1] = exit time, in seconds. */
 static void run_timed(struct bench *b, const struct buffers *bufs, int warmup, int iters,
                       double *stamps)
@@ -943,6 +1019,8 @@ static void run_timed(struct bench *b, const struct buffers *bufs, int warmup, i
     const void *send = b->cfg.inplace ? MPI_IN_PLACE : bufs->send;
     bool late = b->rank == b->cfg.straggler;
 
+    for (int k = 0; k < b->nent; k++)
+        b->ent[k].tail_rng = 0x5A3D1E0000000000ull + (uint64_t)b->rank * 0x2545F4914F6CDD1Dull;
     for (int i = 0; i < warmup + iters; i++) {
         for (int k = 0; k < b->nent; k++) {
             /* Rotating the first entry keeps any advantage of running first
@@ -960,6 +1038,10 @@ static void run_timed(struct bench *b, const struct buffers *bufs, int warmup, i
             t0 = b->now();
             rc = (e->direct ? PMPI_Allreduce : MPI_Allreduce)(send, bufs->recv, (int)bufs->count,
                                                               b->cfg.dt->mpi, MPI_SUM, e->comm);
+            /* Timed calls only: a library that adapts cannot see the held
+             * time anyway, and warm-up is for it to adapt. */
+            if (e->tail && i >= warmup)
+                tail_hold(b, e, bufs->nbytes);
             t1 = b->now();
             note_error(e, rc);
             note_auto(b, e, bufs->nbytes);
@@ -1046,6 +1128,8 @@ struct result {
     bool inplace;
     int validated; /* -1: not checked */
     double delay_ms;
+    double tail_pct, tail_delay_ms; /* NaN: no --net-tail */
+    bool tail_emulated;
     double avg, min, max;
     double call_p50, call_p99, last_p50, last_p99;
     double last_p25, last_p75, last_mean;
@@ -1173,6 +1257,9 @@ static void result_init(const struct bench *b, const struct entry *e, size_t byt
     res->warmup = warmup;
     res->straggler = b->cfg.straggler;
     res->delay_ms = b->cfg.straggler >= 0 ? b->cfg.delay_ms : NAN;
+    res->tail_pct = b->cfg.tail_pct >= 0 ? b->cfg.tail_pct : NAN;
+    res->tail_delay_ms = b->cfg.tail_pct >= 0 ? b->cfg.tail_delay_ms : NAN;
+    res->tail_emulated = e->tail;
     res->validated = -1;
     res->ratio = NAN;
     res->ent = e;
@@ -1260,6 +1347,9 @@ static const struct field fields[] = {
     {"errors", NULL, 0, F_INT, R(errors), SHOW_JSON},
     {"straggler", NULL, 0, F_RANK, R(straggler), SHOW_JSON},
     {"delay_ms", NULL, 0, F_DBL, R(delay_ms), SHOW_JSON},
+    {"net_tail_pct", NULL, 0, F_DBL, R(tail_pct), SHOW_JSON},
+    {"net_tail_delay_ms", NULL, 0, F_DBL, R(tail_delay_ms), SHOW_JSON},
+    {"net_tail_emulated", NULL, 0, F_BOOL, R(tail_emulated), SHOW_JSON},
     {"clock", NULL, 0, F_STR, R(clock), SHOW_JSON},
     {"ran_calls", NULL, 0, F_RANCALLS, R(ent), SHOW_JSON},
     {"auto_choice", NULL, 0, F_OPTSTR, R(auto_choice), SHOW_JSON},
@@ -1361,13 +1451,21 @@ static void json_value(FILE *out, const struct result *res, const struct field *
     }
 }
 
-static void print_json(const struct result *res)
+/* samples: the last-arrival times of the timed calls in call order (us), or
+ * NULL. */
+static void print_json(const struct result *res, const double *samples)
 {
     for (size_t i = 0; i < NFIELDS; i++) {
         fputs(i ? "," : "{", stdout);
         json_string(stdout, fields[i].key);
         fputc(':', stdout);
         json_value(stdout, res, &fields[i]);
+    }
+    if (samples) {
+        fputs(",\"last_arrival_us\":[", stdout);
+        for (int i = 0; i < res->iters; i++)
+            fprintf(stdout, "%s%.1f", i ? "," : "", samples[i]);
+        fputc(']', stdout);
     }
     fputs("}\n", stdout);
 }
@@ -1444,6 +1542,12 @@ static void print_header(const struct bench *b)
                 b->cfg.delay_ms);
     else
         fprintf(f, "# straggler: none\n");
+    if (b->cfg.tail_pct >= 0)
+        fprintf(f,
+                "# network tail (emulated, timed calls of reliable entries): %g%% of the "
+                "%zu-byte datagrams a rank receives are %.3f ms late%s\n",
+                b->cfg.tail_pct, b->cfg.tail_dgram, b->cfg.tail_delay_ms,
+                getenv("SAMPI_OPTIREDUCE_FAULT") ? "; optireduce: SAMPI_OPTIREDUCE_FAULT" : "");
     fprintf(f,
             "# clock: %s; Call = call time of the first rank to arrive, Last = last "
             "arrival to completion\n",
@@ -1534,7 +1638,7 @@ static void report_size(struct bench *b, const double *all, size_t bytes,
         if (res[ei].validated == 0 || errors[ei])
             b->status = BENCH_FAILED;
         if (b->cfg.json)
-            print_json(&res[ei]);
+            print_json(&res[ei], b->cfg.samples ? last + (size_t)ei * (size_t)iters : NULL);
         else
             print_table_row(b, &res[ei]);
     }
