@@ -417,10 +417,7 @@ int main(int argc, char **argv)
     else
         run_bad_args(&st);
 
-    long cases, failed;
-    mt_totals(&st, &cases, &failed);
-    if (st.rank == 0)
-        printf("bad_args: %ld cases, %ld failed\n", cases, failed);
+    long failed = mt_summary(&st, 0, "", "cases");
     PMPI_Errhandler_free(&counting_handler);
     MPI_Finalize();
     return mt_exit_code(failed);

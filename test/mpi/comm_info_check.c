@@ -279,10 +279,7 @@ int main(int argc, char **argv)
     mt_verdict(&mt, "mismatched values after the first call fall back, then recover", ok);
     MPI_Comm_free(&a);
 
-    long cases, failed;
-    mt_totals(&mt, &cases, &failed);
-    if (rank == 0)
-        printf("comm_info_check: np=%d, %ld cases, %ld failed\n", size, cases, failed);
+    long failed = mt_summary(&mt, size, ", ", "cases");
     MPI_T_finalize();
     MPI_Finalize();
     return mt_exit_code(failed);

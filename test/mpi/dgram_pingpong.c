@@ -480,14 +480,6 @@ static void run_backend(const char *name, int checks, int bench, int rounds, int
     ops->close(dg);
 }
 
-static int int_option(int argc, char **argv, const char *flag, int dflt)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], flag) == 0)
-            return atoi(argv[i + 1]);
-    return dflt;
-}
-
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -497,8 +489,8 @@ int main(int argc, char **argv)
     sampi_log_set_rank(st.rank);
     int bench_only = mt_has_flag(argc, argv, "--bench-only");
     int bench = bench_only || mt_has_flag(argc, argv, "--bench");
-    int rounds = int_option(argc, argv, "--rounds", 20);
-    int window = int_option(argc, argv, "--window", 32);
+    int rounds = atoi(mt_option(argc, argv, "--rounds", "20"));
+    int window = atoi(mt_option(argc, argv, "--window", "32"));
     if (rounds < 1)
         rounds = 1;
     if (window < 2)
@@ -518,12 +510,7 @@ int main(int argc, char **argv)
         run_backend("ofi-udp", !bench_only, bench, rounds, window);
 
     sampi_module_finalize_all(); /* what MPI_Finalize does in the library: rte_eal_cleanup */
-    long cases = 0, failed = 0;
-    mt_totals(&st, &cases, &failed);
-    if (st.rank == 0) {
-        printf("dgram_pingpong: %ld checks, %ld failed\n", cases, failed);
-        fflush(stdout);
-    }
+    long failed = mt_summary(&st, 0, "", "checks");
     MPI_Finalize();
     return mt_exit_code(failed);
 }

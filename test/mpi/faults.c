@@ -318,10 +318,7 @@ int main(int argc, char **argv)
         if (wanted)
             cases[i].run();
     }
-    long ncases, failed;
-    mt_totals(&st, &ncases, &failed);
-    if (rank == 0)
-        printf("faults: np=%d, %ld cases, %ld failed\n", size, ncases, failed);
+    long failed = mt_summary(&st, size, ", ", "cases");
     MPI_T_finalize();
     MPI_Finalize();
     return mt_exit_code(failed);

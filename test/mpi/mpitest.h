@@ -184,6 +184,24 @@ static inline void mt_totals(const struct mt_state *st, long *cases, long *faile
     *failed = out[1];
 }
 
+/* The summary line the test scripts look for, from rank 0 after mt_totals:
+ * "PROG: np=NP, N cases, M failed" (`what` names the unit: "cases",
+ * "checks"; `np` 0 leaves out "np=NP" and `sep`, which follows it).
+ * Returns the failures, the same on every rank. */
+static inline long mt_summary(const struct mt_state *st, int np, const char *sep, const char *what)
+{
+    long cases, failed;
+    mt_totals(st, &cases, &failed);
+    if (st->rank == 0) {
+        if (np > 0)
+            printf("%s: np=%d%s%ld %s, %ld failed\n", st->prog, np, sep, cases, what, failed);
+        else
+            printf("%s: %ld %s, %ld failed\n", st->prog, cases, what, failed);
+        fflush(stdout);
+    }
+    return failed;
+}
+
 /* The exit status every rank agrees on: 0 when `local_failed` is 0 on every
  * rank of MPI_COMM_WORLD.  For programs that count failures per rank. */
 static inline int mt_agreed_exit(long local_failed)

@@ -743,12 +743,7 @@ int main(int argc, char **argv)
         run_backend("ofi", do_bench, !bench_only, do_big);
     }
 
-    long cases = 0, failed = 0;
-    mt_totals(&st, &cases, &failed);
-    if (st.rank == 0) {
-        printf("netdev_pingpong: %ld checks, %ld failed\n", cases, failed);
-        fflush(stdout);
-    }
+    long failed = mt_summary(&st, 0, "", "checks");
     MPI_Finalize();
     return mt_exit_code(failed);
 }

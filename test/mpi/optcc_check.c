@@ -129,10 +129,7 @@ int main(int argc, char **argv)
                 }
         }
     }
-    long cases, failed;
-    mt_totals(&st, &cases, &failed);
-    if (st.rank == 0)
-        printf("optcc_check: np=%d, %ld cases, %ld failed\n", size, cases, failed);
+    long failed = mt_summary(&st, size, ", ", "cases");
     MPI_T_cvar_handle_free(&h);
     MPI_Comm_free(&comm);
     MPI_T_finalize();

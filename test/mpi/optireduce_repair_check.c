@@ -173,12 +173,7 @@ int main(int argc, char **argv)
                     one_case(&mt, n, me, counts[c], pkts[p], losses[l], budgets[b], seed++);
             }
     bad_layout(&mt, n, me);
-    long cases, failed;
-    mt_totals(&mt, &cases, &failed);
-    if (me == 0) {
-        printf("optireduce_repair_check: np=%d: %ld cases, %ld failed\n", n, cases, failed);
-        fflush(stdout);
-    }
+    long failed = mt_summary(&mt, n, ": ", "cases");
     MPI_Finalize();
     return mt_exit_code(failed);
 }

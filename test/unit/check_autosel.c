@@ -326,17 +326,11 @@ END_TEST
 
 Suite *sampi_autosel_suite(void)
 {
-    Suite *s = suite_create("autosel");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, converges_to_the_cheapest_arm);
-    tcase_add_test(tc, regret_is_bounded);
-    tcase_add_test(tc, regime_change_explores_again);
-    tcase_add_test(tc, drift_explores_again);
-    tcase_add_test(tc, same_inputs_same_decisions);
-    tcase_add_test(tc, outliers_do_not_flip_the_choice);
-    tcase_add_test(tc, one_arm_is_not_explored);
-    tcase_add_test(tc, seeded_cell_starts_converged);
-    tcase_add_test(tc, buckets_and_periods);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "autosel",
+        {.name = "core",
+         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded, regime_change_explores_again,
+                    drift_explores_again, same_inputs_same_decisions,
+                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
+                    seeded_cell_starts_converged, buckets_and_periods)});
 }

@@ -236,20 +236,10 @@ END_TEST
 
 Suite *sampi_config_suite(void)
 {
-    Suite *s = suite_create("config");
-    TCase *tc = tcase_create("registry");
-    tcase_add_test(tc, every_default_parses);
-    tcase_add_test(tc, sizes_take_suffixes);
-    tcase_add_test(tc, integers_are_range_checked);
-    tcase_add_test(tc, booleans);
-    tcase_add_test(tc, enums_list_accepted_values);
-    tcase_add_test(tc, enum_items_match_their_tables);
-    tcase_add_test(tc, environment_then_writes);
-    tcase_add_test(tc, env_names);
-    tcase_add_test(tc, pattern_hash_tracks_pattern_only);
-    tcase_add_test(tc, pin_lists);
-    tcase_add_test(tc, debug_delay_entries);
-    tcase_add_test(tc, optcc_slowdown_entries);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "config", {.name = "registry",
+                   UNIT_TESTS(every_default_parses, sizes_take_suffixes, integers_are_range_checked,
+                              booleans, enums_list_accepted_values, enum_items_match_their_tables,
+                              environment_then_writes, env_names, pattern_hash_tracks_pattern_only,
+                              pin_lists, debug_delay_entries, optcc_slowdown_entries)});
 }

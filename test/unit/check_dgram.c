@@ -213,17 +213,9 @@ END_TEST
 
 Suite *sampi_dgram_suite(void)
 {
-    Suite *s = suite_create("dgram");
-    TCase *tc = tcase_create("pure");
-    tcase_add_test(tc, default_command_line);
-    tcase_add_test(tc, user_arguments_and_escapes);
-    tcase_add_test(tc, user_lcores_win);
-    tcase_add_test(tc, too_long_is_an_error);
-    tcase_add_test(tc, split_in_place);
-    tcase_add_test(tc, af_packet_interface);
-    tcase_add_test(tc, af_packet_ring_geometry);
-    tcase_add_test(tc, send_checks);
-    tcase_add_test(tc, backend_table);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("dgram",
+                      {.name = "pure",
+                       UNIT_TESTS(default_command_line, user_arguments_and_escapes, user_lcores_win,
+                                  too_long_is_an_error, split_in_place, af_packet_interface,
+                                  af_packet_ring_geometry, send_checks, backend_table)});
 }

@@ -139,28 +139,6 @@ static int fields_of(enum sampi_elem e)
 
 /* ------------------------------------------------------- field load/store */
 
-static int64_t ld_s(const unsigned char *p, size_t n)
-{
-    int8_t a;
-    int16_t b;
-    int32_t c;
-    int64_t d = 0;
-    switch (n) {
-    case 1:
-        memcpy(&a, p, 1);
-        return a;
-    case 2:
-        memcpy(&b, p, 2);
-        return b;
-    case 4:
-        memcpy(&c, p, 4);
-        return c;
-    default:
-        memcpy(&d, p, 8);
-        return d;
-    }
-}
-
 static uint64_t ld_u(const unsigned char *p, size_t n)
 {
     uint8_t a;
@@ -181,6 +159,16 @@ static uint64_t ld_u(const unsigned char *p, size_t n)
         memcpy(&d, p, 8);
         return d;
     }
+}
+
+/* The signed field: the unsigned load, sign-extended from its top bit. */
+static int64_t ld_s(const unsigned char *p, size_t n)
+{
+    const uint64_t u = ld_u(p, n);
+    if (n != 1 && n != 2 && n != 4)
+        return (int64_t)u;
+    const uint64_t sign = UINT64_C(1) << (8 * n - 1);
+    return (int64_t)((u ^ sign) - sign);
 }
 
 /* Stores the low 8*n bits of v: truncation is the modulo-2^n wrap. */
@@ -1347,36 +1335,17 @@ END_TEST
 
 Suite *sampi_kernels_suite(void)
 {
-    Suite *s = suite_create("kernels");
-    TCase *tc;
-
-    tc = tcase_create("matrix");
-    /* the 1000003-element case runs the scalar reference over every element */
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_kernel_matrix, 0, SAMPI_OP__COUNT * SAMPI_ELEM__COUNT);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("table");
-    tcase_add_test(tc, test_out_of_range);
-    tcase_add_test(tc, test_sizes_and_names);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("known_answers");
-    tcase_add_test(tc, test_integer_wrap);
-    tcase_add_test(tc, test_logical_and_bitwise);
-    tcase_add_test(tc, test_float_minmax_open_mpi);
-    tcase_add_test(tc, test_float_arith);
-    tcase_add_test(tc, test_loc_ties);
-    tcase_add_test(tc, test_tail);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("dtype");
-    tcase_add_test(tc, test_dtype_lookup);
-    tcase_add_test(tc, test_dtype_unmapped);
-    tcase_add_test(tc, test_dtype_mpi_char);
-    tcase_add_test(tc, test_op_lookup);
-    tcase_add_test(tc, test_op_defined_on);
-    suite_add_tcase(s, tc);
-
-    return s;
+    return UNIT_SUITE(
+        "kernels",
+        /* the 1000003-element case runs the scalar reference over every element */
+        {.name = "matrix",
+         .timeout = 60,
+         UNIT_LOOPS({test_kernel_matrix, 0, SAMPI_OP__COUNT * SAMPI_ELEM__COUNT})},
+        {.name = "table", UNIT_TESTS(test_out_of_range, test_sizes_and_names)},
+        {.name = "known_answers",
+         UNIT_TESTS(test_integer_wrap, test_logical_and_bitwise, test_float_minmax_open_mpi,
+                    test_float_arith, test_loc_ties, test_tail)},
+        {.name = "dtype",
+         UNIT_TESTS(test_dtype_lookup, test_dtype_unmapped, test_dtype_mpi_char, test_op_lookup,
+                    test_op_defined_on)});
 }

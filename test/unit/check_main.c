@@ -1,10 +1,29 @@
 /*
- * check_main.c - runs every unit suite; exit status is the number of failures
- * (capped), so automake reports the program as one test.
+ * check_main.c - builds the unit suites from their tables (unit_suite) and
+ * runs them all; the exit status says whether any test failed, so automake
+ * reports the program as one test.
  */
 #include "suites.h"
 
 #include <stdlib.h>
+
+Suite *unit_suite(const char *name, const struct unit_tcase *tcases)
+{
+    Suite *s = suite_create(name);
+    for (const struct unit_tcase *c = tcases; c->name; c++) {
+        TCase *tc = tcase_create(c->name);
+        if (c->timeout > 0)
+            tcase_set_timeout(tc, c->timeout);
+        if (c->setup || c->teardown)
+            tcase_add_checked_fixture(tc, c->setup, c->teardown);
+        for (const struct unit_loop *l = c->loops; l && l->test; l++)
+            tcase_add_loop_test(tc, l->test, l->start, l->end);
+        for (const TTest *const *t = c->tests; t && *t; t++)
+            tcase_add_test(tc, *t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
 
 int main(void)
 {

@@ -171,13 +171,7 @@ END_TEST
 
 Suite *sampi_module_suite(void)
 {
-    Suite *s = suite_create("module");
-    TCase *tc = tcase_create("loader");
-    tcase_add_test(tc, unknown_names);
-    tcase_add_test(tc, missing_module);
-    tcase_add_test(tc, unusable_files);
-    tcase_add_test(tc, refused_modules);
-    tcase_add_test(tc, build_tree_modules);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("module", {.name = "loader",
+                                 UNIT_TESTS(unknown_names, missing_module, unusable_files,
+                                            refused_modules, build_tree_modules)});
 }

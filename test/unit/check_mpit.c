@@ -1072,24 +1072,14 @@ END_TEST
 
 Suite *sampi_mpit_suite(void)
 {
-    Suite *s = suite_create("mpit");
-    TCase *tc = tcase_create("registry");
-    tcase_add_test(tc, every_cvar_has_mpit_metadata);
-    tcase_add_test(tc, every_variable_has_a_summary);
-    tcase_add_test(tc, types_come_from_the_allowed_set);
-    tcase_add_test(tc, init_nesting);
-    tcase_add_test(tc, cvar_indices_ours_first_native_shifted);
-    tcase_add_test(tc, pvar_indices_ours_first_native_shifted);
-    tcase_add_test(tc, categories_shift_every_index);
-    tcase_add_test(tc, cvar_read_write_and_refusals);
-    tcase_add_test(tc, per_comm_variant_sets_the_override);
-    tcase_add_test(tc, handles_route_by_membership);
-    tcase_add_test(tc, enums_route_by_membership);
-    tcase_add_test(tc, pvar_counters_per_handle_and_all_handles);
-    tcase_add_test(tc, process_pvars_and_info);
-    tcase_add_test(tc, arrival_statistics);
-    tcase_add_test(tc, documentation_lookups);
-    tcase_add_test(tc, handles_from_many_threads);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "mpit", {.name = "registry",
+                 UNIT_TESTS(every_cvar_has_mpit_metadata, every_variable_has_a_summary,
+                            types_come_from_the_allowed_set, init_nesting,
+                            cvar_indices_ours_first_native_shifted,
+                            pvar_indices_ours_first_native_shifted, categories_shift_every_index,
+                            cvar_read_write_and_refusals, per_comm_variant_sets_the_override,
+                            handles_route_by_membership, enums_route_by_membership,
+                            pvar_counters_per_handle_and_all_handles, process_pvars_and_info,
+                            arrival_statistics, documentation_lookups, handles_from_many_threads)});
 }

@@ -439,17 +439,10 @@ END_TEST
 
 Suite *sampi_optcc_suite(void)
 {
-    Suite *s = suite_create("optcc");
-    TCase *tc = tcase_create("symbolic");
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, all_ranks_all_sizes, 3, 9);
-    tcase_add_loop_test(tc, without_bubble_filling, 3, 9);
-    tcase_add_test(tc, larger_p_and_k);
-    tcase_add_test(tc, quantised_l);
-    tcase_add_test(tc, rejects_bad_input);
-    tcase_add_test(tc, layout_tiles_the_vector);
-    tcase_add_test(tc, simulator_catches_errors);
-    tcase_add_test(tc, dump_format);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("optcc",
+                      {.name = "symbolic",
+                       .timeout = 120,
+                       UNIT_LOOPS({all_ranks_all_sizes, 3, 9}, {without_bubble_filling, 3, 9}),
+                       UNIT_TESTS(larger_p_and_k, quantised_l, rejects_bad_input,
+                                  layout_tiles_the_vector, simulator_catches_errors, dump_format)});
 }

@@ -573,20 +573,11 @@ END_TEST
 
 Suite *sampi_optireduce_suite(void)
 {
-    Suite *s = suite_create("optireduce");
-    TCase *tc = tcase_create("pure");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, hdr_round_trip);
-    tcase_add_test(tc, hdr_rejects);
-    tcase_add_test(tc, fwht_matches_matrix);
-    tcase_add_test(tc, ht_round_trip);
-    tcase_add_test(tc, ht_linear_and_spreads_loss);
-    tcase_add_test(tc, tar_plan);
-    tcase_add_test(tc, timeout_policy);
-    tcase_add_test(tc, fault_parse);
-    tcase_add_test(tc, fault_drop_once_per_datagram);
-    tcase_add_test(tc, fault_drops_reproducible);
-    tcase_add_test(tc, fault_delays);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "optireduce",
+        {.name = "pure",
+         .timeout = 60,
+         UNIT_TESTS(hdr_round_trip, hdr_rejects, fwht_matches_matrix, ht_round_trip,
+                    ht_linear_and_spreads_loss, tar_plan, timeout_policy, fault_parse,
+                    fault_drop_once_per_datagram, fault_drops_reproducible, fault_delays)});
 }

@@ -378,14 +378,8 @@ END_TEST
 
 Suite *sampi_optireduce_repair_suite(void)
 {
-    Suite *s = suite_create("optireduce_repair");
-    TCase *tc = tcase_create("repair");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, requests_match_brute_force);
-    tcase_add_test(tc, worked_example);
-    tcase_add_test(tc, serve_rejects);
-    tcase_add_test(tc, serve_garbage);
-    tcase_add_test(tc, map_rejects);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("optireduce_repair", {.name = "repair",
+                                            .timeout = 120,
+                                            UNIT_TESTS(requests_match_brute_force, worked_example,
+                                                       serve_rejects, serve_garbage, map_rejects)});
 }

@@ -98,15 +98,10 @@ END_TEST
 
 Suite *sampi_schedules_suite(void)
 {
-    Suite *s = suite_create("schedules");
-    TCase *tc = tcase_create("symbolic");
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, ring_all_sizes, 2, 65);
-    tcase_add_loop_test(tc, rhd_all_sizes, 2, 65);
-    tcase_add_test(tc, rhd_power_of_two_volume);
-    tcase_add_test(tc, round_counts);
-    tcase_add_test(tc, builders_reject_bad_input);
-    tcase_add_test(tc, block_ranges_tile_the_vector);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("schedules",
+                      {.name = "symbolic",
+                       .timeout = 120,
+                       UNIT_LOOPS({ring_all_sizes, 2, 65}, {rhd_all_sizes, 2, 65}),
+                       UNIT_TESTS(rhd_power_of_two_volume, round_counts, builders_reject_bad_input,
+                                  block_ranges_tile_the_vector)});
 }

@@ -76,14 +76,9 @@ END_TEST
 
 Suite *sampi_select_suite(void)
 {
-    Suite *s = suite_create("select");
-    TCase *tc = tcase_create("table");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, defaults);
-    tcase_add_test(tc, rhd_between_the_thresholds);
-    tcase_add_test(tc, thresholds_follow_variables);
-    tcase_add_test(tc, forced_setting_wins);
-    tcase_add_test(tc, table_is_well_formed);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("select",
+                      {.name = "table",
+                       .setup = setup,
+                       UNIT_TESTS(defaults, rhd_between_the_thresholds, thresholds_follow_variables,
+                                  forced_setting_wins, table_is_well_formed)});
 }

@@ -819,29 +819,13 @@ END_TEST
 
 Suite *sampi_selective_suite(void)
 {
-    Suite *s = suite_create("selective");
-    TCase *tc = tcase_create("policy");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, bag_spec_example);
-    tcase_add_test(tc, bag_extension_and_ties);
-    tcase_add_test(tc, bag_properties);
-    tcase_add_test(tc, bpawr_cases);
-    tcase_add_test(tc, bpawr_theta);
-    tcase_add_test(tc, fig3_allreduce);
-    tcase_add_test(tc, fig3_partial);
-    tcase_add_test(tc, fig3_bandwidth_aware);
-    tcase_add_test(tc, fig3_progress_aware);
-    tcase_add_test(tc, decide_protocol);
-    tcase_add_test(tc, random_selective);
-    tcase_add_test(tc, random_full_sync);
-    tcase_add_test(tc, random_baselines);
-    tcase_add_test(tc, retire_basics);
-    tcase_add_test(tc, retire_below_p);
-    tcase_add_test(tc, retire_random);
-    tcase_add_test(tc, model_bytes);
-    tcase_add_test(tc, cdf_window);
-    tcase_add_test(tc, weights);
-    tcase_add_test(tc, params);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "selective",
+        {.name = "policy",
+         .timeout = 60,
+         UNIT_TESTS(bag_spec_example, bag_extension_and_ties, bag_properties, bpawr_cases,
+                    bpawr_theta, fig3_allreduce, fig3_partial, fig3_bandwidth_aware,
+                    fig3_progress_aware, decide_protocol, random_selective, random_full_sync,
+                    random_baselines, retire_basics, retire_below_p, retire_random, model_bytes,
+                    cdf_window, weights, params)});
 }

@@ -238,14 +238,8 @@ END_TEST
 
 Suite *sampi_selective_proto_suite(void)
 {
-    Suite *s = suite_create("selective_proto");
-    TCase *t = tcase_create("messages");
-    tcase_add_test(t, ready_round_trip);
-    tcase_add_test(t, group_round_trip);
-    tcase_add_test(t, group_invalid);
-    tcase_add_test(t, group_patched_on_wire);
-    tcase_add_test(t, header_errors);
-    tcase_add_test(t, small_messages);
-    suite_add_tcase(s, t);
-    return s;
+    return UNIT_SUITE("selective_proto",
+                      {.name = "messages",
+                       UNIT_TESTS(ready_round_trip, group_round_trip, group_invalid,
+                                  group_patched_on_wire, header_errors, small_messages)});
 }

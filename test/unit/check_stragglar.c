@@ -258,13 +258,9 @@ END_TEST
 
 Suite *sampi_stragglar_suite(void)
 {
-    Suite *s = suite_create("stragglar");
-    TCase *tc = tcase_create("schedule");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, schedules_simulate, 3, 65);
-    tcase_add_loop_test(tc, two_phase_rounds_simulate, 3, 33);
-    tcase_add_test(tc, bad_arguments);
-    tcase_add_test(tc, n4_worked_example);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE("stragglar",
+                      {.name = "schedule",
+                       .timeout = 60,
+                       UNIT_LOOPS({schedules_simulate, 3, 65}, {two_phase_rounds_simulate, 3, 33}),
+                       UNIT_TESTS(bad_arguments, n4_worked_example)});
 }

@@ -335,23 +335,15 @@ END_TEST
 
 Suite *sampi_tracking_suite(void)
 {
-    Suite *s = suite_create("tracking");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, arrival_order_from_durations);
-    tcase_add_test(tc, persistent_straggler_is_predicted);
-    tcase_add_test(tc, no_majority_no_prediction);
-    tcase_add_test(tc, prediction_follows_a_new_straggler);
-    tcase_add_test(tc, critical_delay_matches_the_model);
-    tcase_add_test(tc, beta_estimate);
-    tcase_add_test(tc, probe_finds_the_degraded_rank);
-    tcase_add_test(tc, detector_confirms_and_releases);
-    tcase_add_test(tc, noisy_uniform_network_is_never_flagged);
-    tcase_add_test(tc, optcc_model_and_bound);
-    tcase_add_test(tc, expected_gain_weighs_the_misses);
-    tcase_add_test(tc, auto_uses_stragglar_when_it_pays);
-    tcase_add_test(tc, auto_never_picks_stragglar_on_three_ranks);
-    tcase_add_test(tc, auto_uses_optcc_when_the_model_pays);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "tracking",
+        {.name = "core",
+         .setup = setup,
+         UNIT_TESTS(arrival_order_from_durations, persistent_straggler_is_predicted,
+                    no_majority_no_prediction, prediction_follows_a_new_straggler,
+                    critical_delay_matches_the_model, beta_estimate, probe_finds_the_degraded_rank,
+                    detector_confirms_and_releases, noisy_uniform_network_is_never_flagged,
+                    optcc_model_and_bound, expected_gain_weighs_the_misses,
+                    auto_uses_stragglar_when_it_pays, auto_never_picks_stragglar_on_three_ranks,
+                    auto_uses_optcc_when_the_model_pays)});
 }

@@ -859,21 +859,14 @@ END_TEST
 
 Suite *sampi_tuning_suite(void)
 {
-    Suite *s = suite_create("tuning");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, parses_the_documented_example);
-    tcase_add_loop_test(tc, rejects_bad_lines_naming_them, 0, (int)(sizeof(bad) / sizeof(bad[0])));
-    tcase_add_test(tc, names_the_algorithms_auto_may_choose);
-    tcase_add_test(tc, ignores_comments_blanks_tabs_and_carriage_returns);
-    tcase_add_test(tc, bytes_stand_for_their_bucket);
-    tcase_add_test(tc, format_round_trips);
-    tcase_add_test(tc, format_refuses_a_broken_table);
-    tcase_add_test(tc, put_keeps_the_better_measured_entry);
-    tcase_add_test(tc, layout_signature);
-    tcase_add_test(tc, facts_from_the_environment);
-    tcase_add_test(tc, collect_then_seed);
-    tcase_add_test(tc, hash_follows_what_is_written);
-    tcase_add_test(tc, load_and_save);
-    suite_add_tcase(s, tc);
-    return s;
+    return UNIT_SUITE(
+        "tuning",
+        {.name = "core",
+         UNIT_LOOPS({rejects_bad_lines_naming_them, 0, (int)(sizeof(bad) / sizeof(bad[0]))}),
+         UNIT_TESTS(parses_the_documented_example, names_the_algorithms_auto_may_choose,
+                    ignores_comments_blanks_tabs_and_carriage_returns, bytes_stand_for_their_bucket,
+                    format_round_trips, format_refuses_a_broken_table,
+                    put_keeps_the_better_measured_entry, layout_signature,
+                    facts_from_the_environment, collect_then_seed, hash_follows_what_is_written,
+                    load_and_save)});
 }
