@@ -427,26 +427,18 @@ static int bind_node(unsigned long base, char *out, size_t len)
 
 static struct fi_info *make_hints(const char *provider)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = sampi_ofi_hints(provider);
     if (!hints)
-        goto fail;
+        return NULL;
     hints->caps = FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV;
     /* The request's impl area is a struct fi_context2, so providers that need
      * context space (psm2, verbs-based ones in production) can have it. */
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;
     /* No RMA of our own: these registration modes cost us nothing.  Not
      * FI_MR_LOCAL, so no provider asks for descriptors on sends. */
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    hints->fabric_attr->prov_name = strdup(provider);
-    if (!hints->fabric_attr->prov_name)
-        goto fail;
     return hints;
-fail:
-    if (hints)
-        fi_freeinfo(hints);
-    return NULL;
 }
 
 static void ofi_close(struct sampi_netdev *base)
@@ -454,14 +446,7 @@ static void ofi_close(struct sampi_netdev *base)
     struct ofi_netdev *nd = (struct ofi_netdev *)base;
     if (!nd)
         return;
-    /* The endpoint first: it stops using the CQ and AV bound to it. */
-    sampi_ofi_close_fid(nd->ep ? &nd->ep->fid : NULL);
-    sampi_ofi_close_fid(nd->av ? &nd->av->fid : NULL);
-    sampi_ofi_close_fid(nd->cq ? &nd->cq->fid : NULL);
-    sampi_ofi_close_fid(nd->domain ? &nd->domain->fid : NULL);
-    sampi_ofi_close_fid(nd->fabric ? &nd->fabric->fid : NULL);
-    if (nd->info)
-        fi_freeinfo(nd->info);
+    sampi_ofi_close_all(nd->ep, nd->av, nd->cq, NULL, nd->domain, nd->fabric, nd->info);
     for (int dir = 0; dir < DIR__COUNT; dir++) {
         while (nd->deferred[dir]) {
             struct deferred *d = nd->deferred[dir];
@@ -515,17 +500,9 @@ static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *name
         goto fail;
 
     st = ST_CQ;
-    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT,
-                                 .wait_obj = nd->busy_poll ? FI_WAIT_NONE : FI_WAIT_FD};
-    rc = fi_cq_open(nd->domain, &cq_attr, &nd->cq, NULL);
-    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
-        /* No sleeping wait object (shm): poll with back-off instead. */
-        cq_attr.wait_obj = FI_WAIT_NONE;
-        rc = fi_cq_open(nd->domain, &cq_attr, &nd->cq, NULL);
-    }
-    if (rc)
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT};
+    if ((rc = sampi_ofi_cq_open(nd->domain, &cq_attr, nd->busy_poll, &nd->cq, &nd->blocking)))
         goto fail;
-    nd->blocking = cq_attr.wait_obj == FI_WAIT_FD;
 
     st = ST_AV;
     struct fi_av_attr av_attr = {.type = nd->info->domain_attr->av_type,
@@ -584,6 +561,23 @@ static void warn_failure(const struct ofi_netdev *nd, long long key)
     }
     sampi_log_warn("ofi netdev (provider '%s') unavailable: %s failed on rank %d: %s", nd->provider,
                    stage_names[st], rank, err ? fi_strerror(err) : "no error code");
+}
+
+/* One step of open() agreed on: 0 when it succeeded on every rank; else the
+ * failure with the lowest key is reported (by rank 0) and -ENODEV; an error
+ * of the agreement itself comes back as it is. */
+static int agree_step(MPI_Comm comm, struct sampi_waiter *w, const struct ofi_netdev *nd, int ok,
+                      long long key)
+{
+    long long v[2] = {ok, ok ? LLONG_MAX : key};
+    int rc = agree(comm, w, v, 2);
+    if (rc)
+        return rc;
+    if (!v[0]) {
+        warn_failure(nd, v[1]);
+        return -ENODEV;
+    }
+    return 0;
 }
 
 static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev **out)
@@ -656,14 +650,8 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
 
     size_t stride = (size_t)-v[1];
     names = calloc((size_t)size, stride);
-    long long ok[2] = {names != NULL, names ? LLONG_MAX : fail_key(rank, ST_NOMEM, FI_ENOMEM)};
-    if ((rc = agree(comm, w, ok, 2)))
+    if ((rc = agree_step(comm, w, nd, names != NULL, fail_key(rank, ST_NOMEM, FI_ENOMEM))))
         goto fail;
-    rc = -ENODEV;
-    if (!ok[0]) {
-        warn_failure(nd, ok[1]);
-        goto fail;
-    }
     char mine[OFI_NAME_MAX];
     memset(mine, 0, sizeof(mine));
     memcpy(mine, name, namelen);
@@ -681,15 +669,8 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
             fi_err = n < 0 ? -n : FI_EINVAL;
         }
     }
-    ok[0] = st == ST_NONE;
-    ok[1] = st == ST_NONE ? LLONG_MAX : fail_key(rank, st, fi_err);
-    if ((rc = agree(comm, w, ok, 2)))
+    if ((rc = agree_step(comm, w, nd, st == ST_NONE, fail_key(rank, st, fi_err))))
         goto fail;
-    rc = -ENODEV;
-    if (!ok[0]) {
-        warn_failure(nd, ok[1]);
-        goto fail;
-    }
     free(names);
     sampi_log(SAMPI_LOG_SETUP,
               "ofi netdev: provider %s (%s), bound to %s, %s waits, max message %zu bytes, "

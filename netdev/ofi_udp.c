@@ -164,16 +164,8 @@ static void udp_close(struct sampi_dgram *base)
     struct udp_dgram *dg = (struct udp_dgram *)base;
     if (!dg)
         return;
-    /* The endpoint first: it stops using the CQs and AV bound to it, and its
-     * posted receives (our slots) die with it. */
-    sampi_ofi_close_fid(dg->ep ? &dg->ep->fid : NULL);
-    sampi_ofi_close_fid(dg->av ? &dg->av->fid : NULL);
-    sampi_ofi_close_fid(dg->rx_cq ? &dg->rx_cq->fid : NULL);
-    sampi_ofi_close_fid(dg->tx_cq ? &dg->tx_cq->fid : NULL);
-    sampi_ofi_close_fid(dg->domain ? &dg->domain->fid : NULL);
-    sampi_ofi_close_fid(dg->fabric ? &dg->fabric->fid : NULL);
-    if (dg->info)
-        fi_freeinfo(dg->info);
+    /* Our receive slots die with the endpoint, closed first. */
+    sampi_ofi_close_all(dg->ep, dg->av, dg->rx_cq, dg->tx_cq, dg->domain, dg->fabric, dg->info);
     free(dg->slab);
     free(dg->txbuf);
     free(dg->peers);
@@ -182,22 +174,14 @@ static void udp_close(struct sampi_dgram *base)
 
 static struct fi_info *make_hints(void)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = sampi_ofi_hints("udp");
     if (!hints)
-        goto fail;
+        return NULL;
     hints->caps = FI_MSG | FI_SEND | FI_RECV | FI_SOURCE;
     hints->mode = 0;
     hints->addr_format = FI_SOCKADDR_IN;
     hints->ep_attr->type = FI_EP_DGRAM;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    hints->fabric_attr->prov_name = strdup("udp");
-    if (!hints->fabric_attr->prov_name)
-        goto fail;
     return hints;
-fail:
-    if (hints)
-        fi_freeinfo(hints);
-    return NULL;
 }
 
 /* The entry of `list` whose endpoint would be bound to exactly `want`, unlinked
@@ -345,17 +329,9 @@ static enum udp_stage open_local(struct udp_dgram *dg, char *name, size_t *namel
         goto fail;
 
     st = ST_CQ;
-    struct fi_cq_attr rx_attr = {.format = FI_CQ_FORMAT_MSG,
-                                 .size = UDP_RX_SLOTS,
-                                 .wait_obj = dg->busy_poll ? FI_WAIT_NONE : FI_WAIT_FD};
-    rc = fi_cq_open(dg->domain, &rx_attr, &dg->rx_cq, NULL);
-    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
-        rx_attr.wait_obj = FI_WAIT_NONE;
-        rc = fi_cq_open(dg->domain, &rx_attr, &dg->rx_cq, NULL);
-    }
-    if (rc)
+    struct fi_cq_attr rx_attr = {.format = FI_CQ_FORMAT_MSG, .size = UDP_RX_SLOTS};
+    if ((rc = sampi_ofi_cq_open(dg->domain, &rx_attr, dg->busy_poll, &dg->rx_cq, &dg->blocking)))
         goto fail;
-    dg->blocking = rx_attr.wait_obj == FI_WAIT_FD;
     /* Injected sends write no completion, but the provider will not enable
      * an endpoint without a transmit CQ. */
     struct fi_cq_attr tx_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
