@@ -168,12 +168,8 @@ static void tuning(const char *phase)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    mt_init(&st, "auto_check");
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    size = mt_start(&st, "auto_check", &argc, &argv, 1);
+    rank = st.rank;
     const char *mode = argc > 1 ? argv[1] : "learn";
     if (strcmp(mode, "learn") == 0)
         learn();

@@ -305,12 +305,8 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    mt_init(&st, "faults");
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    size = mt_start(&st, "faults", &argc, &argv, 1);
+    rank = st.rank;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int wanted = argc < 2;
         for (int a = 1; a < argc; a++)

@@ -46,6 +46,20 @@ static inline void mt_init(struct mt_state *st, const char *prog)
     PMPI_Comm_rank(MPI_COMM_WORLD, &st->rank);
 }
 
+/* The start of a program: MPI_Init (and MPI_T when `mpit`, for the programs
+ * that read or write SAMPI's variables), then mt_init.  Returns the size of
+ * MPI_COMM_WORLD; st->rank is the rank in it. */
+static inline int mt_start(struct mt_state *st, const char *prog, int *argc, char ***argv, int mpit)
+{
+    int provided, size;
+    MPI_Init(argc, argv);
+    if (mpit)
+        MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    mt_init(st, prog);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    return size;
+}
+
 /* Record a failure seen by this rank in the current case and print it while
  * under the per-rank limit.  Lines go to stdout, flushed, so that the test
  * log keeps them in order with the summary. */

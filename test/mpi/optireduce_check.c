@@ -160,6 +160,23 @@ static void run_exact(struct mt_state *mt, int size, double scale, int bounded)
     free(f);
 }
 
+/* Iteration `it` of a lossy run: a fresh in-place float sum over
+ * MPI_COMM_WORLD whose error must stay within what optireduce reported lost
+ * (loss_bound).  Returns the relative L2 error. */
+static double lossy_call(struct mt_state *mt, float *out, size_t n, int size, int it)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = value(mt->rank, i);
+    uint64_t before = lost_bytes();
+    int rc = MPI_Allreduce(MPI_IN_PLACE, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double e = rel_err(out, n, size, 1.0), q = 0;
+    double bound = loss_bound(before, n, size, &q);
+    if (rc != MPI_SUCCESS || !(e <= bound))
+        mt_fail(mt, "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
+                it, rc, e, bound, 100 * q);
+    return e;
+}
+
 static void run_loss(struct mt_state *mt, int size, double p, int same)
 {
     const size_t n = 200003;
@@ -167,17 +184,8 @@ static void run_loss(struct mt_state *mt, int size, double p, int same)
     float *out = mt_malloc(n * sizeof(float));
     double worst = 0;
     for (int it = 0; it < iters; it++) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = value(mt->rank, i);
-        uint64_t before = lost_bytes();
-        int rc = MPI_Allreduce(MPI_IN_PLACE, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        double e = rel_err(out, n, size, 1.0), q = 0;
-        double bound = loss_bound(before, n, size, &q);
+        double e = lossy_call(mt, out, n, size, it);
         worst = e > worst ? e : worst;
-        if (rc != MPI_SUCCESS || !(e <= bound))
-            mt_fail(mt,
-                    "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
-                    it, rc, e, bound, 100 * q);
         mt_close_case(mt, MPI_COMM_WORLD, same ? mt_hash(MT_HASH_SEED, out, n * 4) : 0,
                       same ? "identical under loss" : "error bound");
     }
@@ -219,16 +227,7 @@ static void run_late(struct mt_state *mt, int size, double p)
     const size_t n = 100003;
     float *out = mt_malloc(n * sizeof(float));
     for (int it = 0; it < 8; it++) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = value(mt->rank, i);
-        uint64_t before = lost_bytes();
-        int rc = MPI_Allreduce(MPI_IN_PLACE, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        double e = rel_err(out, n, size, 1.0), q = 0;
-        double bound = loss_bound(before, n, size, &q);
-        if (rc != MPI_SUCCESS || !(e <= bound))
-            mt_fail(mt,
-                    "iteration %d: rc %d, relative L2 error %.4g above %.4g (%.3g%% reported lost)",
-                    it, rc, e, bound, 100 * q);
+        lossy_call(mt, out, n, size, it);
         mt_close_case(mt, MPI_COMM_WORLD, 0, "error bound under delay");
     }
     struct sampi_comm *c = NULL;

@@ -151,12 +151,8 @@ static void bad_layout(struct mt_state *mt, int n, int me)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     struct mt_state mt;
-    mt_init(&mt, "optireduce_repair_check");
-    int n, me;
-    PMPI_Comm_size(MPI_COMM_WORLD, &n);
-    PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+    int n = mt_start(&mt, "optireduce_repair_check", &argc, &argv, 0), me = mt.rank;
     static const uint32_t pkts[] = {1, 3, 16, 256};
     static const double losses[] = {0, 0.01, 0.3, 1};
     const size_t counts[] = {0, 1, (size_t)n - 1, 97, 1000, 4099, 65537};

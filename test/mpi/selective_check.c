@@ -155,12 +155,8 @@ static long sample_index(int s, long count)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     struct mt_state st;
-    mt_init(&st, "selective_check");
-    int rank, n;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &n);
+    int n = mt_start(&st, "selective_check", &argc, &argv, 0), rank = st.rank;
     int dbl = 1, iters = 12, route = 0, expect_fb = 0, stagger = 0, exact_after = 0;
     long count = 1000;
     for (int i = 1; i + 1 < argc; i += 2) {

@@ -149,12 +149,8 @@ static int phase(const char *label, int calls, int late, double delay_ms, size_t
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    mt_init(&st, "tracking");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    size = mt_start(&st, "tracking", &argc, &argv, 1);
+    rank = st.rank;
     int late = atoi(mt_option(argc, argv, "--late", "1")) % size;
     double delay = atof(mt_option(argc, argv, "--delay-ms", "50"));
     size_t count = (size_t)atol(mt_option(argc, argv, "--count", "262144"));

@@ -83,14 +83,20 @@ static int f_cvar_get_info(int i, char *name, int *name_len, int *verbosity, MPI
     return MPI_SUCCESS;
 }
 
-static int f_cvar_get_index(const char *name, int *idx)
+/* The fake native lookups by name: NAMES[0..n-1]. */
+static int fake_index(const char *const *names, int n, const char *name, int *idx)
 {
-    for (int i = 0; i < FAKE_CVARS; i++)
-        if (strcmp(name, fake_cvar_names[i]) == 0) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) {
             *idx = i;
             return MPI_SUCCESS;
         }
     return MPI_T_ERR_INVALID_NAME;
+}
+
+static int f_cvar_get_index(const char *name, int *idx)
+{
+    return fake_index(fake_cvar_names, FAKE_CVARS, name, idx);
 }
 
 static int f_cvar_handle_alloc(int i, void *obj, MPI_T_cvar_handle *h, int *count)
@@ -153,12 +159,7 @@ static int f_category_get_info(int i, char *name, int *name_len, char *desc, int
 
 static int f_category_get_index(const char *name, int *idx)
 {
-    for (int i = 0; i < FAKE_CATS; i++)
-        if (strcmp(name, fake_cat_names[i]) == 0) {
-            *idx = i;
-            return MPI_SUCCESS;
-        }
-    return MPI_T_ERR_INVALID_NAME;
+    return fake_index(fake_cat_names, FAKE_CATS, name, idx);
 }
 
 static int f_category_get_cvars(int i, int len, int idx[])
@@ -208,12 +209,9 @@ static int f_pvar_get_info(int i, char *name, int *name_len, int *verbosity, int
 
 static int f_pvar_get_index(const char *name, int var_class, int *idx)
 {
-    for (int i = 0; i < FAKE_PVARS; i++)
-        if (var_class == MPI_T_PVAR_CLASS_COUNTER && strcmp(name, fake_pvar_names[i]) == 0) {
-            *idx = i;
-            return MPI_SUCCESS;
-        }
-    return MPI_T_ERR_INVALID_NAME;
+    if (var_class != MPI_T_PVAR_CLASS_COUNTER) /* the fakes are all counters */
+        return MPI_T_ERR_INVALID_NAME;
+    return fake_index(fake_pvar_names, FAKE_PVARS, name, idx);
 }
 
 static int f_session_create(MPI_T_pvar_session *s)
