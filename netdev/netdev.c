@@ -1,6 +1,6 @@
 /*
- * netdev.c - the table of transports, how a communicator's ranks agree on
- * loading one, and the clock and back-off that every backend shares.
+ * netdev.c - the table of transports and how a communicator's ranks agree on
+ * loading one.
  */
 #include "netdev.h"
 #include "module.h"
@@ -9,11 +9,9 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 /* `mpi` is built in; the others are modules (module.h), loaded on first use. */
 const struct sampi_netdev_entry sampi_netdev_table[] = {
@@ -81,33 +79,6 @@ int sampi_netdev_load_agreed(MPI_Comm comm, struct sampi_waiter *w, const char *
         sampi_log_warn("netdev '%s' is not available on every rank (rank %d: %s)%s%s", name, rank,
                        why, fallback ? ": " : "", fallback ? fallback : "");
     return -ENODEV;
-}
-
-int64_t sampi_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A waiting rank first yields (cheap when a peer is about to answer), then
- * sleeps for intervals that double up to 1 ms: on an oversubscribed host the
- * ranks that still compute get the core, and a rank waiting on a 20 ms
- * straggler wakes at most ~20 times instead of spinning. */
-void sampi_backoff(unsigned *spins)
-{
-    enum { YIELDS = 64, MAX_SLEEP_NS = 1000000 };
-    unsigned n = (*spins)++;
-    if (n < YIELDS) {
-        sched_yield();
-        return;
-    }
-    unsigned shift = n - YIELDS;
-    long ns = shift >= 10 ? MAX_SLEEP_NS : (1000L << shift);
-    if (ns > MAX_SLEEP_NS)
-        ns = MAX_SLEEP_NS;
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
 }
 
 int sampi_netdev_auto_choice(MPI_Comm comm)

@@ -41,6 +41,8 @@
 #ifndef SAMPI_NETDEV_H
 #define SAMPI_NETDEV_H
 
+#include "clock.h" /* sampi_now_ns, sampi_backoff: deadlines are on this clock */
+
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,7 +100,7 @@ struct sampi_netdev {
  * different purposes apart, whatever the ranks run: a receive of one kind
  * never matches a message of another.  Kind 3 is never sent through a
  * netdev: the mpi netdev shares SAMPI's private communicator with the
- * revocation notices, whose MPI tag has kind 3 (src/revoke.h). */
+ * revocation notices, whose MPI tag has kind 3 (src/core/revoke.h). */
 enum sampi_tag_kind {
     SAMPI_TAG_DATA = 0,       /* an algorithm's data */
     SAMPI_TAG_PROBE_GO = 1,   /* a link probe's go-ahead (1 byte) */

@@ -65,6 +65,16 @@ static void count_call(struct sampi_comm *c, enum sampi_algo_id algo, int chosen
     atomic_store_explicit(&c->last_algo, algo, memory_order_relaxed);
 }
 
+/* The algorithms sampi_debug_algo_delay may name: all but auto. */
+static int delayable_algo(const char *name)
+{
+    const struct sampi_algo *a = sampi_algo_find(name);
+    return a && a->id != SAMPI_ALGO_AUTO ? (int)a->id : -1;
+}
+_Static_assert(
+    SAMPI_ALGO__COUNT <= SAMPI_DEBUG_ALGOS_MAX,
+    "sampi_debug_algo_delay holds a delay per algorithm id: raise SAMPI_DEBUG_ALGOS_MAX");
+
 /* "MPI_SUM on MPI_CHAR" for messages: the op and the datatype by name. */
 static void describe_call(MPI_Datatype datatype, MPI_Op op, char *buf, size_t len)
 {
@@ -175,7 +185,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         count_call(c, algo, 1);
         log_call(&a, algo);
         rc = sampi_algos[algo].run(&a);
-        sampi_debug_algo_delay_apply(algo);
+        sampi_debug_algo_delay_apply(algo, delayable_algo);
         if (rc || !tracked)
             return sampi_report_error(comm, rc); /* Open MPI's own outcome */
         if (!(rc = sampi_tracker_end(c, algo, bytes, ac.active ? &ac : NULL)))
@@ -193,7 +203,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     rc = sampi_argcheck_post(c, &a, algo);
     if (!rc) {
         rc = sampi_algos[algo].run(&a);
-        sampi_debug_algo_delay_apply(algo);
+        sampi_debug_algo_delay_apply(algo, delayable_algo);
     }
     /* a message of the wrong size points at a mismatch: the check says
      * which, the same on every rank */

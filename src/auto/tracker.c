@@ -310,7 +310,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     struct sampi_arrival a;
     if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a) == 0) {
         /* the arrival counters (pvars) come from the same exchange */
-        sampi_stats_note_arrival(c, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
+        sampi_stats_note_arrival(&c->stats, c->size, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
         if (t->predicted >= 0) {
             sampi_stat_add(&c->stats.predictions, 1);
             sampi_stat_add(&sampi_process_stats.predictions, 1);

@@ -131,10 +131,17 @@ static int validate_debug_delay(const char *text, char *err, size_t errlen)
     return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
 }
 
+/* The algorithms sampi_debug_algo_delay may name: all but auto. */
+static int delayable_algo(const char *name)
+{
+    const struct sampi_algo *a = sampi_algo_find(name);
+    return a && a->id != SAMPI_ALGO_AUTO ? (int)a->id : -1;
+}
+
 static int validate_debug_algo_delay(const char *text, char *err, size_t errlen)
 {
     double ms[SAMPI_ALGO__COUNT];
-    return sampi_debug_algo_delay_parse(text, ms, SAMPI_ALGO__COUNT, err, errlen);
+    return sampi_debug_algo_delay_parse(text, delayable_algo, ms, SAMPI_ALGO__COUNT, err, errlen);
 }
 
 static int validate_optcc_slowdown(const char *text, char *err, size_t errlen)

@@ -6,7 +6,6 @@
  * the variable is empty.
  */
 #include "debug_delay.h"
-#include "algos.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
@@ -117,7 +116,8 @@ void sampi_debug_delay_apply(void)
 
 /* ---------------------------------------------- sampi_debug_algo_delay */
 
-int sampi_debug_algo_delay_parse(const char *text, double *ms, int nalgos, char *err, size_t errlen)
+int sampi_debug_algo_delay_parse(const char *text, sampi_debug_algo_lookup_fn *lookup, double *ms,
+                                 int nalgos, char *err, size_t errlen)
 {
     for (int i = 0; i < nalgos; i++)
         ms[i] = 0;
@@ -129,14 +129,14 @@ int sampi_debug_algo_delay_parse(const char *text, double *ms, int nalgos, char 
             goto bad;
         memcpy(name, p, len);
         name[len] = '\0';
-        const struct sampi_algo *a = sampi_algo_find(name);
-        if (!a || a->id == SAMPI_ALGO_AUTO)
+        int id = lookup(name);
+        if (id < 0 || id >= nalgos)
             goto bad;
         char *end;
         double d;
         if (!parse_ms(p + len + 1, &end, &d) || (*end != ',' && *end != '\0'))
             goto bad;
-        ms[a->id] = d;
+        ms[id] = d;
         p = *end == ',' ? end + 1 : end;
     }
     return 0;
@@ -149,24 +149,24 @@ bad:
 }
 
 static _Atomic long long algo_generation = -1;
-static _Atomic long long algo_delay_us[SAMPI_ALGO__COUNT];
+static _Atomic long long algo_delay_us[SAMPI_DEBUG_ALGOS_MAX];
 
-void sampi_debug_algo_delay_apply(int algo)
+void sampi_debug_algo_delay_apply(int algo, sampi_debug_algo_lookup_fn *lookup)
 {
     long long generation = sampi_cvar_int(SAMPI_CVAR_DEBUG_ALGO_DELAY);
     if (atomic_load_explicit(&algo_generation, memory_order_acquire) != generation) {
         pthread_mutex_lock(&refresh_lock);
         char text[SAMPI_CVAR_STRING_MAX], err[256];
-        double ms[SAMPI_ALGO__COUNT];
+        double ms[SAMPI_DEBUG_ALGOS_MAX];
         sampi_cvar_text(SAMPI_CVAR_DEBUG_ALGO_DELAY, text, sizeof(text));
-        if (sampi_debug_algo_delay_parse(text, ms, SAMPI_ALGO__COUNT, err, sizeof(err)))
+        if (sampi_debug_algo_delay_parse(text, lookup, ms, SAMPI_DEBUG_ALGOS_MAX, err, sizeof(err)))
             ms[0] = 0; /* validated on set */
-        for (int i = 0; i < SAMPI_ALGO__COUNT; i++)
+        for (int i = 0; i < SAMPI_DEBUG_ALGOS_MAX; i++)
             atomic_store(&algo_delay_us[i], (long long)(ms[i] * 1000));
         atomic_store(&algo_generation, generation);
         pthread_mutex_unlock(&refresh_lock);
     }
-    if (algo < 0 || algo >= SAMPI_ALGO__COUNT)
+    if (algo < 0 || algo >= SAMPI_DEBUG_ALGOS_MAX)
         return;
     long long us = atomic_load_explicit(&algo_delay_us[algo], memory_order_relaxed);
     if (us <= 0)

@@ -26,13 +26,25 @@ void sampi_debug_delay_apply(void);
  * aid, off by default): every rank sleeps ms milliseconds inside each call
  * that `algorithm` runs, after the data moved, so that the call costs that
  * much more to `auto`'s measurements; used to check that auto learns to
- * avoid an algorithm and comes back to it.  Parse `text`: 0 and ms[id] for
- * every algorithm id (0 when not named); -EINVAL with a message naming the
- * variable and the accepted values otherwise. */
-int sampi_debug_algo_delay_parse(const char *text, double *ms, int nalgos, char *err,
-                                 size_t errlen);
+ * avoid an algorithm and comes back to it.
+ *
+ * This file knows the grammar, not the algorithms: the caller passes the
+ * lookup from a name to the algorithm's id, -1 for a name that may not be
+ * delayed (unknown, or auto). */
+typedef int sampi_debug_algo_lookup_fn(const char *name);
 
-/* Sleep as sampi_debug_algo_delay says for algorithm `algo`. */
-void sampi_debug_algo_delay_apply(int algo);
+/* Room for the per-algorithm delays: ids from the lookup are below it (the
+ * caller checks at compile time, allreduce.c). */
+#define SAMPI_DEBUG_ALGOS_MAX 16
+
+/* Parse `text`: 0 and ms[id] for every id below nalgos (0 when not named);
+ * -EINVAL with a message naming the variable and the accepted values
+ * otherwise (a name the lookup refuses or maps to nalgos or beyond). */
+int sampi_debug_algo_delay_parse(const char *text, sampi_debug_algo_lookup_fn *lookup, double *ms,
+                                 int nalgos, char *err, size_t errlen);
+
+/* Sleep as sampi_debug_algo_delay says for algorithm id `algo`; `lookup`
+ * reads the names when the variable changed. */
+void sampi_debug_algo_delay_apply(int algo, sampi_debug_algo_lookup_fn *lookup);
 
 #endif

@@ -2,7 +2,6 @@
  * stats.c - process-wide counters and their summary line.
  */
 #include "stats.h"
-#include "comm.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -17,18 +16,18 @@ const char *const sampi_fallback_reason_names[SAMPI_FALLBACK__COUNT] = {
 
 struct sampi_stats sampi_process_stats;
 
-void sampi_stats_log_summary(void)
+void sampi_stats_log_summary(const char *const *names, int nalgos, int native)
 {
     if (!sampi_log_enabled(SAMPI_LOG_INFO))
         return;
     const struct sampi_stats *p = &sampi_process_stats;
     uint64_t total = 0, by_sampi = 0;
-    for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
+    for (int a = 0; a < nalgos; a++) {
         uint64_t n = sampi_stat_get((_Atomic uint64_t *)&p->calls[a]);
         total += n;
-        by_sampi += a == SAMPI_ALGO_NATIVE ? 0 : n;
+        by_sampi += a == native ? 0 : n;
     }
-    uint64_t openmpi = sampi_stat_get((_Atomic uint64_t *)&p->calls[SAMPI_ALGO_NATIVE]);
+    uint64_t openmpi = sampi_stat_get((_Atomic uint64_t *)&p->calls[native]);
     uint64_t chosen = sampi_stat_get((_Atomic uint64_t *)&p->native_chosen);
     char line[1024];
     size_t n = 0;
@@ -38,11 +37,10 @@ void sampi_stats_log_summary(void)
                           (unsigned long long)total, (unsigned long long)by_sampi,
                           (unsigned long long)openmpi, (unsigned long long)chosen,
                           (unsigned long long)(openmpi - chosen));
-    /* auto is never counted: a call counts under the algorithm auto chose */
-    for (int a = 0; a < SAMPI_ALGO__COUNT && n < sizeof(line); a++)
-        if (a != SAMPI_ALGO_AUTO)
+    for (int a = 0; a < nalgos && n < sizeof(line); a++)
+        if (names[a])
             n += (size_t)snprintf(
-                line + n, sizeof(line) - n, " %s=%llu", sampi_algos[a].name,
+                line + n, sizeof(line) - n, " %s=%llu", names[a],
                 (unsigned long long)sampi_stat_get((_Atomic uint64_t *)&p->calls[a]));
     for (int r = 0; r < SAMPI_FALLBACK__COUNT && n < sizeof(line); r++)
         n += (size_t)snprintf(
@@ -65,43 +63,43 @@ static void raise_to(_Atomic uint64_t *c, uint64_t v)
         ;
 }
 
-_Atomic uint64_t *sampi_stats_peer_late(struct sampi_comm *c, int create)
+_Atomic uint64_t *sampi_stats_peer_late(struct sampi_stats *s, int size, int create)
 {
-    _Atomic uint64_t *p = atomic_load_explicit(&c->stats.peer_late, memory_order_acquire);
-    if (p || !create || c->size <= 0)
+    _Atomic uint64_t *p = atomic_load_explicit(&s->peer_late, memory_order_acquire);
+    if (p || !create || size <= 0)
         return p;
-    _Atomic uint64_t *fresh = calloc((size_t)c->size, sizeof(*fresh));
+    _Atomic uint64_t *fresh = calloc((size_t)size, sizeof(*fresh));
     if (!fresh)
         return NULL;
     /* An MPI_T reader on another thread may allocate at the same time. */
-    if (!atomic_compare_exchange_strong_explicit(&c->stats.peer_late, &p, fresh,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
+    if (!atomic_compare_exchange_strong_explicit(&s->peer_late, &p, fresh, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
         free(fresh);
         return p;
     }
     return fresh;
 }
 
-void sampi_stats_note_arrival(struct sampi_comm *c, int peer, int64_t late_ns)
+void sampi_stats_note_arrival(struct sampi_stats *s, int size, int peer, int64_t late_ns)
 {
     uint64_t late = late_ns > 0 ? (uint64_t)late_ns : 0;
-    struct sampi_stats *const targets[] = {&c->stats, &sampi_process_stats};
+    struct sampi_stats *const targets[] = {s, &sampi_process_stats};
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
         sampi_stat_add(&targets[i]->arrival_samples, 1);
         sampi_stat_add(&targets[i]->arrival_skew_sum_ns, late);
         raise_to(&targets[i]->arrival_skew_max_ns, late);
     }
-    if (peer < 0 || peer >= c->size)
+    if (peer < 0 || peer >= size)
         return;
-    _Atomic uint64_t *counts = sampi_stats_peer_late(c, 1);
+    _Atomic uint64_t *counts = sampi_stats_peer_late(s, size, 1);
     if (!counts)
         return;
     uint64_t n = atomic_fetch_add_explicit(&counts[peer], 1, memory_order_relaxed) + 1;
-    /* Only the thread running the collective on c writes the mode, so a
-     * compare against the current leader is enough. */
-    int mode = atomic_load_explicit(&c->stats.late_rank_mode1, memory_order_relaxed) - 1;
+    /* Only the thread running the collective on s's communicator writes the
+     * mode, so a compare against the current leader is enough. */
+    int mode = atomic_load_explicit(&s->late_rank_mode1, memory_order_relaxed) - 1;
     if (mode < 0 || (mode != peer && n > sampi_stat_get(&counts[mode])))
-        atomic_store_explicit(&c->stats.late_rank_mode1, peer + 1, memory_order_relaxed);
+        atomic_store_explicit(&s->late_rank_mode1, peer + 1, memory_order_relaxed);
 }
 
 void sampi_stats_release(struct sampi_stats *s)

@@ -9,8 +9,6 @@
 #ifndef SAMPI_STATS_H
 #define SAMPI_STATS_H
 
-#include "algos.h"
-
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -28,8 +26,13 @@ enum sampi_fallback_reason {
 
 extern const char *const sampi_fallback_reason_names[SAMPI_FALLBACK__COUNT];
 
+/* Room for the per-algorithm call counters.  The statistics do not know the
+ * algorithms: the upper layer indexes calls[] by its algorithm id and checks
+ * at compile time that its ids fit (runtime.c). */
+#define SAMPI_STATS_ALGOS_MAX 16
+
 struct sampi_stats {
-    _Atomic uint64_t calls[SAMPI_ALGO__COUNT]; /* by the algorithm that ran */
+    _Atomic uint64_t calls[SAMPI_STATS_ALGOS_MAX]; /* by the algorithm that ran */
     _Atomic uint64_t fallbacks[SAMPI_FALLBACK__COUNT];
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
@@ -67,26 +70,29 @@ static inline uint64_t sampi_stat_get(_Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-/* Log the process-wide counters (one line) at sampi_verbose >= 1. */
-void sampi_stats_log_summary(void);
-
-struct sampi_comm;
+/* Log the process-wide counters (one line) at sampi_verbose >= 1.  The
+ * caller names the algorithms: names[a] for calls[a], a < nalgos, NULL for
+ * one that is never counted on its own; `native` is Open MPI's own, counted
+ * apart from SAMPI's. */
+void sampi_stats_log_summary(const char *const *names, int nalgos, int native);
 
 /* A rank less than this late is not "late": scheduling noise on a loaded host
  * is of this order, and so is a first receive that waited for its transfer
  * rather than for its peer (executor.c, tracker.c). */
 #define SAMPI_LATE_THRESHOLD_NS 50000
 
-/* The data path calls this once per MPI_Allreduce on c, on every rank, when
- * it has seen which rank arrived last: `peer` is that rank in c (-1 when the
- * arrivals could not be told apart) and `late_ns` how long after the earliest
- * rank it arrived, by this rank's clock (negative values count as 0).  Feeds
- * the arrival pvars of c and of the process.  Lock-free; any thread. */
-void sampi_stats_note_arrival(struct sampi_comm *c, int peer, int64_t late_ns);
+/* The data path calls this once per MPI_Allreduce on a communicator of
+ * `size` ranks whose counters are s, on every rank, when it has seen which
+ * rank arrived last: `peer` is that rank (-1 when the arrivals could not be
+ * told apart) and `late_ns` how long after the earliest rank it arrived, by
+ * this rank's clock (negative values count as 0).  Feeds the arrival pvars of
+ * s and of the process.  Lock-free; any thread. */
+void sampi_stats_note_arrival(struct sampi_stats *s, int size, int peer, int64_t late_ns);
 
-/* c's per-peer late counts (c->size entries), allocated on first use when
- * `create` is set; NULL when absent or out of memory. */
-_Atomic uint64_t *sampi_stats_peer_late(struct sampi_comm *c, int create);
+/* s's per-peer late counts (`size` entries, the communicator's size),
+ * allocated on first use when `create` is set; NULL when absent or out of
+ * memory. */
+_Atomic uint64_t *sampi_stats_peer_late(struct sampi_stats *s, int size, int create);
 
 /* Free what sampi_stats_note_arrival allocated in s (when a communicator's
  * state is freed). */

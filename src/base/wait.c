@@ -7,7 +7,7 @@
  * warns only if it stalls for two minutes somewhere.
  */
 #include "wait.h"
-#include "netdev.h"
+#include "clock.h"
 #include "sampi_internal.h"
 
 #include <errno.h>

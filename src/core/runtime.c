@@ -11,6 +11,7 @@
 #define _GNU_SOURCE 1 /* dladdr */
 #include "sampi_autoconf.h"
 
+#include "algos.h"
 #include "auto.h"
 #include "comm.h"
 #include "revoke.h"
@@ -73,11 +74,25 @@ int sampi_runtime_mpi_ready(void)
     return atomic_load(&mpi_ready);
 }
 
+_Static_assert(SAMPI_ALGO__COUNT <= SAMPI_STATS_ALGOS_MAX,
+               "struct sampi_stats counts calls per algorithm id: raise SAMPI_STATS_ALGOS_MAX");
+
+/* The summary line at sampi_verbose >= 1, with the algorithms' names. */
+static void log_summary(void)
+{
+    const char *names[SAMPI_ALGO__COUNT];
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+        names[a] = sampi_algos[a].name;
+    /* auto is never counted: a call counts under the algorithm auto chose */
+    names[SAMPI_ALGO_AUTO] = NULL;
+    sampi_stats_log_summary(names, SAMPI_ALGO__COUNT, SAMPI_ALGO_NATIVE);
+}
+
 void sampi_runtime_fini(void)
 {
     if (!atomic_load(&mpi_ready))
         return;
-    sampi_stats_log_summary();
+    log_summary();
     sampi_comm_free_all();
     sampi_auto_tuning_save();
     atomic_store(&mpi_ready, 0);

@@ -118,7 +118,7 @@ static void fetch_late_rank(struct sampi_comm *c, void *out, int n)
 
 static void fetch_peer_late(struct sampi_comm *c, void *out, int n)
 {
-    fetch_array(c ? sampi_stats_peer_late(c, 0) : NULL, c ? c->size : 0, out, n);
+    fetch_array(c ? sampi_stats_peer_late(&c->stats, c->size, 0) : NULL, c ? c->size : 0, out, n);
 }
 
 /* The tracker's published values (tracker.h); -1 / 0 before the first

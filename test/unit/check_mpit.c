@@ -911,8 +911,8 @@ START_TEST(pvar_counters_per_handle_and_all_handles)
                      MPI_SUCCESS);
     ck_assert_int_eq(count, 4);
     ck_assert_int_eq(sampi_mpit_pvar_start(&fake, s, peers), MPI_SUCCESS);
-    sampi_stats_note_arrival(c, 2, 1000);
-    sampi_stats_note_arrival(c, 2, 500);
+    sampi_stats_note_arrival(&c->stats, c->size, 2, 1000);
+    sampi_stats_note_arrival(&c->stats, c->size, 2, 500);
     unsigned long long pl[4];
     ck_assert_int_eq(sampi_mpit_pvar_read(&fake, s, peers, pl), MPI_SUCCESS);
     ck_assert_int_eq(pl[0], 0);
@@ -988,12 +988,13 @@ START_TEST(arrival_statistics)
 {
     MPI_Comm comm;
     struct sampi_comm *c = fake_comm(4, &comm);
-    sampi_stats_note_arrival(c, 1, 100);
-    sampi_stats_note_arrival(c, 2, 50);
-    sampi_stats_note_arrival(c, 1, 300);
-    sampi_stats_note_arrival(c, 3, -5);
-    sampi_stats_note_arrival(c, -1, 0);
-    sampi_stats_note_arrival(c, 9, 10); /* not a rank of c: counted, not attributed */
+    sampi_stats_note_arrival(&c->stats, c->size, 1, 100);
+    sampi_stats_note_arrival(&c->stats, c->size, 2, 50);
+    sampi_stats_note_arrival(&c->stats, c->size, 1, 300);
+    sampi_stats_note_arrival(&c->stats, c->size, 3, -5);
+    sampi_stats_note_arrival(&c->stats, c->size, -1, 0);
+    sampi_stats_note_arrival(&c->stats, c->size, 9,
+                             10); /* not a rank of c: counted, not attributed */
     ck_assert_int_eq(sampi_stat_get(&c->stats.arrival_samples), 6);
     ck_assert_int_eq(sampi_stat_get(&c->stats.arrival_skew_sum_ns), 460);
     ck_assert_int_eq(sampi_stat_get(&c->stats.arrival_skew_max_ns), 300);
@@ -1007,8 +1008,8 @@ START_TEST(arrival_statistics)
     int mode = -2;
     sampi_pvar_fetch(SAMPI_PVAR_COMM_LATE_RANK, c, &mode, 1);
     ck_assert_int_eq(mode, 1);
-    sampi_stats_note_arrival(c, 3, 1);
-    sampi_stats_note_arrival(c, 3, 1);
+    sampi_stats_note_arrival(&c->stats, c->size, 3, 1);
+    sampi_stats_note_arrival(&c->stats, c->size, 3, 1);
     sampi_pvar_fetch(SAMPI_PVAR_COMM_LATE_RANK, c, &mode, 1);
     ck_assert_int_eq(mode, 3);
     sampi_stats_release(&c->stats);
