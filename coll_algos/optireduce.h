@@ -1,6 +1,6 @@
 /*
  * optireduce.h - what the rest of SAMPI sees of `optireduce`: its counters
- * (read by the performance variables in src/pvars.c) and its eligibility.
+ * (read by the performance variables in src/mpit/pvars.c) and its eligibility.
  */
 #ifndef SAMPI_OPTIREDUCE_H
 #define SAMPI_OPTIREDUCE_H

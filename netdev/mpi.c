@@ -4,7 +4,7 @@
  *
  * Always available, so it is the path every other backend falls back to.  The
  * private duplicate (made once per communicator at its first call, shared
- * with SAMPI's own collectives and revocation notices, see src/revoke.h)
+ * with SAMPI's own collectives and revocation notices, see src/core/revoke.h)
  * keeps SAMPI's messages from ever matching the application's receives.
  * MPI tags are 31 bits or fewer, so the 64-bit SAMPI tag is folded to its
  * kind (two low bits), the segment, the round, and the two low bits of the

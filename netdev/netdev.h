@@ -2,7 +2,7 @@
  * netdev.h - SAMPI's transport vtable.
  *
  * A netdev moves bytes between the ranks of one communicator.  Algorithms never
- * talk to a transport directly: the schedule executor (src/executor.c) posts
+ * talk to a transport directly: the schedule executor (coll_algos/executor.c) posts
  * tagged nonblocking sends and receives here and waits on them with a deadline.
  *
  * Backends (one file each): mpi.c (PMPI point-to-point on SAMPI's private
@@ -69,7 +69,7 @@ struct sampi_netdev_ops {
     const char *name;
     const char *description;
     /* Collective over comm (SAMPI's private communicator, which the netdev
-     * may use but does not own), every wait through w (src/wait.h; NULL:
+     * may use but does not own), every wait through w (src/base/wait.h; NULL:
      * blocking).  0; -ENODEV when it cannot open here (the caller agrees on
      * the outcome across ranks); another negative errno when a wait failed
      * (the caller revokes the communicator).  *out is NULL on failure. */
@@ -165,13 +165,5 @@ int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_
 /* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
  * than auto).  Collective; the answer is the same on every rank. */
 int sampi_netdev_auto_choice(MPI_Comm comm);
-
-/* Monotonic clock in nanoseconds; deadlines are expressed on it. */
-int64_t sampi_now_ns(void);
-
-/* Back-off helper shared by backends that poll: yields first, then sleeps for
- * growing intervals (capped), so that waiting ranks leave the core to the ranks
- * that still compute.  `spins` is the caller's counter, reset on progress. */
-void sampi_backoff(unsigned *spins);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * ofi_bind.c - the grammar of sampi_ofi_bind_base, apart from the `ofi`
  * module (ofi.c) that uses it: the registry checks every value written to
- * the variable with it (src/config.c), in a core that does not load
+ * the variable with it (src/base/config.c), in a core that does not load
  * libfabric.  Pure: built into both the core and the module.
  */
 #include "netdev.h"

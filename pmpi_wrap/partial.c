@@ -1,6 +1,6 @@
 /*
  * partial.c - sampi_partial_allreduce(), the public selective-reduce call
- * (include/sampi.h; the work is in src/selective_client.c).
+ * (include/sampi.h; the work is in src/selective/selective_client.c).
  */
 #include "sampi.h"
 #include "sampi_internal.h"

@@ -1,7 +1,7 @@
 /*
  * detect.h - which rank's network link is degraded, and by how much.
  *
- * Pure code (no MPI, no clocks): src/tracker.c runs a short probe now and
+ * Pure code (no MPI, no clocks): src/auto/tracker.c runs a short probe now and
  * then on the communicator's data path - every rank sends the same number of
  * bytes to its right neighbour, then to its left one, and times the two
  * receives on its own clock - and all ranks allgather the 2n times.  A rank whose own link is

@@ -1,7 +1,7 @@
 /*
  * predict.h - who will be late to the next allreduce, and does StragglAR pay.
  *
- * Pure code (no MPI, no clocks): src/tracker.c feeds it, after every tracked
+ * Pure code (no MPI, no clocks): src/auto/tracker.c feeds it, after every tracked
  * call, the durations every rank measured on its own clock from entering
  * MPI_Allreduce to leaving it, which all ranks hold after one small allgather.
  * A rank's duration is short when it arrived late (the others waited for it),

@@ -29,7 +29,7 @@ extern const int sampi_auto_rule_count;
 /* What `auto` picks for a message of `bytes` on `comm_size` ranks. */
 enum sampi_algo_id sampi_select_auto(size_t bytes, int comm_size);
 
-/* What the communicator's history says (src/tracker.c), identical on every
+/* What the communicator's history says (src/auto/tracker.c), identical on every
  * rank.  A zeroed struct with straggler = degraded = -1 says nothing. */
 struct sampi_select_hints {
     int straggler;         /* the rank predicted (or set) to arrive last, -1: none */

@@ -20,7 +20,7 @@
  *    SAMPI_WAIT_POLL_MS: a non-zero answer (a negative errno) ends the wait
  *    with that answer.
  *
- * The waiter knows nothing of communicators: the owner (src/revoke.c) gives
+ * The waiter knows nothing of communicators: the owner (src/core/revoke.c) gives
  * it a poll hook and a describe hook.  Lower layers (netdev open, the
  * algorithms) receive a waiter and wait through it.
  */

@@ -387,7 +387,7 @@ static void fetch_opti_peer_lost(struct sampi_comm *c, void *out, int n)
     sampi_optireduce_peer_lost(c, out, n);
 }
 
-/* selective reduce (src/selective_client.h): per-process counters of the
+/* selective reduce (src/selective/selective_client.h): per-process counters of the
  * worker side. */
 #include "selective_client.h"
 

@@ -6,7 +6,7 @@
  *
  * Not linked with SAMPI's MPI wrappers: the program plays three workers by
  * hand, spawning the controller itself and speaking the wire protocol
- * (src/selective_proto.h) directly, including bytes no real worker sends.
+ * (src/selective/selective_proto.h) directly, including bytes no real worker sends.
  * Checks that each bad message gets an ERROR naming the right reason, that a
  * DONE out of turn gets no answer, and that the controller goes on serving:
  * valid reports still get their GROUP, and every worker's STOP its

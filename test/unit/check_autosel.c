@@ -1,5 +1,5 @@
 /*
- * check_autosel.c - `auto` that measures (src/autosel.c) on synthetic cost
+ * check_autosel.c - `auto` that measures (src/auto/autosel.c) on synthetic cost
  * streams: no MPI, no clocks.  A "world" gives each arm a cost law (a base
  * cost, noise from a seeded generator, outliers); the selector is asked and
  * fed as the dispatcher does.

@@ -3,7 +3,7 @@
  * (netdev/opti_hdr.c), the Hadamard transform and its layout
  * (coll_algos/hadamard.c), the Transpose AllReduce round plan
  * (coll_algos/optireduce_plan.c), the timeout policy
- * (src/optireduce_timeout.c) and the fault-injection decorator
+ * (coll_algos/optireduce_timeout.c) and the fault-injection decorator
  * (netdev/dgram_fault.c) over an in-test loopback transport.
  */
 #include "dgram_fault.h"

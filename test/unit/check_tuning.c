@@ -1,5 +1,5 @@
 /*
- * check_tuning.c - the tuning file (src/tuning.c): its text format, the
+ * check_tuning.c - the tuning file (src/auto/tuning.c): its text format, the
  * table's merge rule, the hashes, seeding and collecting selectors, and
  * loading and saving in a temporary directory.  No MPI.
  */
