@@ -126,10 +126,14 @@ static void opti_counts(MPI_Comm comm, unsigned long long out[2])
     struct sampi_comm *c = NULL;
     out[0] = out[1] = 0;
     if (sampi_comm_get(comm, 0, &c) == 0) {
-        out[0] = sampi_optireduce_counter(c, SAMPI_OPTI_C_LOST1) +
-                 sampi_optireduce_counter(c, SAMPI_OPTI_C_LOST2);
-        out[1] = sampi_optireduce_counter(c, SAMPI_OPTI_C_EXPECTED1) +
-                 sampi_optireduce_counter(c, SAMPI_OPTI_C_EXPECTED2);
+        out[0] = sampi_optireduce_counter(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE),
+                                          SAMPI_OPTI_C_LOST1) +
+                 sampi_optireduce_counter(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE),
+                                          SAMPI_OPTI_C_LOST2);
+        out[1] = sampi_optireduce_counter(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE),
+                                          SAMPI_OPTI_C_EXPECTED1) +
+                 sampi_optireduce_counter(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE),
+                                          SAMPI_OPTI_C_EXPECTED2);
     }
 }
 
@@ -280,7 +284,8 @@ int main(int argc, char **argv)
             MPI_Allreduce(MPI_IN_PLACE, tmp, (int)n, MPI_FLOAT, MPI_SUM, pc);
         unsigned long long f = 0;
         if (sampi_comm_get(pc, 0, &c) == 0)
-            f = sampi_optireduce_counter(c, SAMPI_OPTI_C_PKT_FLOATS);
+            f = sampi_optireduce_counter(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE),
+                                         SAMPI_OPTI_C_PKT_FLOATS);
         PMPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, pc);
         if (f > 0)
             o.pkt_floats = (long)f;

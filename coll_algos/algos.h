@@ -10,8 +10,11 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
-struct sampi_comm;
+struct sampi_netdev;
+struct sampi_stats;
+struct sampi_waiter;
 
 /* Capabilities, in the spirit of MPICH's `restrictions:`.  The selection code
  * checks a call against them; an algorithm's run function may assume them. */
@@ -34,6 +37,40 @@ enum sampi_algo_id {
     SAMPI_ALGO__COUNT
 };
 
+/* What the caller lends an algorithm beyond the data: services whose owner
+ * (the communicator's state, in src/) coll_algos never sees. */
+struct sampi_coll_host {
+    /* a waiter (wait.h) for an exchange on the communicator: its revocation
+     * ends the wait, its stall warnings name it */
+    void (*waiter)(void *owner, struct sampi_waiter *w, const char *what);
+    /* a receive buffer of at least `size` bytes, kept by the owner */
+    void *(*scratch)(void *owner, size_t size);
+    /* count (and report as sampi_fallback says) that the call runs as
+     * `instead` for reason `why` (enum sampi_fallback_reason, stats.h):
+     * 0, or -ENOTSUP to fail the call */
+    int (*note_substitute)(void *owner, int why, enum sampi_algo_id instead, const char *what);
+};
+
+/* One call's context: everything an algorithm needs from the communicator,
+ * filled by src/ from its state and its tracker before the algorithm's
+ * suited and run functions are called.  All fields are agreed across the
+ * ranks except `state`, `stats` and the host's owner. */
+struct sampi_coll_ctx {
+    int rank, size;
+    struct sampi_netdev *nd; /* the open data path, NULL before it is opened */
+    uint64_t *seq;           /* the communicator's count of data-path calls (tags) */
+    int straggler;           /* the straggler predicted for this call, -1: none */
+    int degraded;            /* the rank whose link was detected degraded, -1: none */
+    double slowdown;         /* ... and its slowdown factor */
+    size_t segment_bytes;    /* the executor's segment size (sampi_segment_bytes) */
+    /* the running algorithm's per-communicator state (state_create), NULL
+     * when it has none or could not make it */
+    void *state;
+    struct sampi_stats *stats; /* the communicator's counters */
+    const struct sampi_coll_host *host;
+    void *owner; /* the host's first argument */
+};
+
 /* One MPI_Allreduce call, already validated and found eligible. */
 struct sampi_coll_args {
     const void *sendbuf; /* MPI_IN_PLACE allowed */
@@ -45,11 +82,22 @@ struct sampi_coll_args {
     enum sampi_op op;
     sampi_reduce_fn reduce;
     MPI_Comm comm;
-    struct sampi_comm *state;
+    struct sampi_coll_ctx *ctx;
 };
 
 /* Returns 0 or a negative errno (mapped to an MPI error class by the caller). */
 typedef int (*sampi_algo_run_fn)(const struct sampi_coll_args *args);
+
+/* An algorithm's state per communicator (caches, transports), kept by the
+ * caller in an opaque slot and handed back in sampi_coll_ctx.state.  create
+ * runs at the first call that runs the algorithm on a communicator (on every
+ * rank: it may be collective over args->comm); on failure (a negative errno)
+ * the call gets state NULL and the next call tries again.  destroy runs when
+ * the communicator is freed, or at MPI_Finalize while MPI still works. */
+struct sampi_algo_state_hooks {
+    int (*create)(const struct sampi_coll_args *args, void **out);
+    void (*destroy)(void *state);
+};
 
 struct sampi_algo {
     enum sampi_algo_id id;
@@ -59,6 +107,7 @@ struct sampi_algo {
     /* NULL, or non-zero when the algorithm can run this call; decided from
      * inputs identical on every rank, so all ranks agree */
     int (*suited)(const struct sampi_coll_args *args);
+    const struct sampi_algo_state_hooks *state; /* NULL: the algorithm keeps none */
     const char *description;
 };
 
@@ -72,13 +121,14 @@ int sampi_allreduce_ring(const struct sampi_coll_args *args);
 int sampi_allreduce_rhd(const struct sampi_coll_args *args);
 int sampi_allreduce_stragglar(const struct sampi_coll_args *args);
 
-/* The straggler `stragglar` assumes for a call of `count` elements on c, or
- * -1 when it cannot run the call (no straggler known - see
+/* The straggler `stragglar` assumes for a call of `count` elements, or -1
+ * when it cannot run the call (no straggler known - see
  * sampi_stragglar_mode -, n < 3, count < n-1, or an n the schedule builder
  * refuses); the dispatcher then runs `ring`.  Depends only on agreed values,
  * so every rank answers alike. */
-int sampi_stragglar_straggler(struct sampi_comm *c, size_t count);
+int sampi_stragglar_straggler(const struct sampi_coll_ctx *ctx, size_t count);
 int sampi_stragglar_suited(const struct sampi_coll_args *args);
+extern const struct sampi_algo_state_hooks sampi_stragglar_state;
 
 int sampi_allreduce_optcc(const struct sampi_coll_args *args);
 
@@ -92,15 +142,14 @@ int sampi_optcc_slowdown_parse(const char *text, int *rank, double *l, char *err
  * call (no degraded rank inside the communicator - given by
  * sampi_optcc_slowdown or detected, see sampi_optcc_detect -, p < 3, count <
  * 4(p-1)); the dispatcher then runs `ring`.  Agreed values only. */
-int sampi_optcc_params(struct sampi_comm *c, size_t count, size_t extent, int *rank, double *l,
-                       int *k);
+int sampi_optcc_params(const struct sampi_coll_ctx *ctx, size_t count, size_t extent, int *rank,
+                       double *l, int *k);
 int sampi_optcc_suited(const struct sampi_coll_args *args);
-
-struct sampi_optcc_cache;
-void sampi_optcc_cache_free(struct sampi_optcc_cache *oc);
+extern const struct sampi_algo_state_hooks sampi_optcc_state;
 
 /* optireduce.c: approximate, opt-in; see optireduce.h for the rest. */
 int sampi_allreduce_optireduce(const struct sampi_coll_args *args);
 int sampi_optireduce_suited(const struct sampi_coll_args *args);
+extern const struct sampi_algo_state_hooks sampi_optireduce_state;
 
 #endif

@@ -19,9 +19,9 @@
  * waiting.
  */
 #include "executor.h"
-#include "comm.h"
-#include "revoke.h"
+#include "netdev.h"
 #include "sampi_internal.h"
+#include "stats.h"
 #include "wait.h"
 
 #include <errno.h>
@@ -179,8 +179,8 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
     }
     size_t sent = rd->send.peer >= 0 ? rd->send.count * ext : 0;
     size_t received = rd->recv.peer >= 0 ? rd->recv.count * ext : 0;
-    sampi_stat_add(&a->state->stats.bytes_sent, sent);
-    sampi_stat_add(&a->state->stats.bytes_received, received);
+    sampi_stat_add(&a->ctx->stats->bytes_sent, sent);
+    sampi_stat_add(&a->ctx->stats->bytes_received, received);
     sampi_stat_add(&sampi_process_stats.bytes_sent, sent);
     sampi_stat_add(&sampi_process_stats.bytes_received, received);
     return 0;
@@ -194,7 +194,7 @@ fail:
 int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi_round *rounds,
                              int nrounds, uint64_t seq)
 {
-    struct sampi_comm *c = a->state;
+    const struct sampi_coll_ctx *x = a->ctx;
     struct round_state st = {0};
     const size_t ext = a->dt.extent;
     int rc = 0;
@@ -208,24 +208,24 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
         if (rounds[i].action != SAMPI_RECV_COPY && r > scratch_elems)
             scratch_elems = r;
     }
-    size_t seg = (size_t)sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES) / ext;
+    size_t seg = x->segment_bytes / ext;
     if (seg == 0)
         seg = 1;
     if (ceil_div(longest ? longest : 1, seg) > MAX_SEGMENTS_PER_ROUND)
         seg = ceil_div(longest, MAX_SEGMENTS_PER_ROUND); /* see netdev.h */
 
-    char *scratch = scratch_elems ? sampi_comm_scratch(c, scratch_elems * ext) : NULL;
+    char *scratch = scratch_elems ? x->host->scratch(x->owner, scratch_elems * ext) : NULL;
     if (scratch_elems && !scratch)
         return -ENOMEM;
     if (a->sendbuf != MPI_IN_PLACE)
         memcpy(a->recvbuf, a->sendbuf, a->count * ext);
 
     struct sampi_waiter w;
-    sampi_comm_waiter(c, &w, "the data exchange");
+    x->host->waiter(x->owner, &w, "the data exchange");
     for (int i = 0; i < nrounds && !rc; i++) {
         if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
             continue;
-        rc = run_round(a, c->nd, seq, i, &rounds[i], seg, scratch, &st, &w);
+        rc = run_round(a, x->nd, seq, i, &rounds[i], seg, scratch, &st, &w);
     }
     free(st.reqs);
     free(st.pending);
@@ -236,19 +236,19 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
 int sampi_execute_rounds(const struct sampi_coll_args *a, const struct sampi_round *rounds,
                          int nrounds)
 {
-    return sampi_execute_rounds_seq(a, rounds, nrounds, a->state->seq++);
+    return sampi_execute_rounds_seq(a, rounds, nrounds, (*a->ctx->seq)++);
 }
 
 int sampi_execute_schedule(const struct sampi_coll_args *a, sampi_schedule_builder build,
                            sampi_schedule_rounds rounds_of)
 {
-    struct sampi_comm *c = a->state;
-    int max = rounds_of(c->size);
+    const struct sampi_coll_ctx *x = a->ctx;
+    int max = rounds_of(x->size);
     struct sampi_round stack_rounds[64];
     struct sampi_round *rounds = max <= 64 ? stack_rounds : malloc((size_t)max * sizeof(*rounds));
     if (!rounds)
         return -ENOMEM;
-    int n = build(c->size, c->rank, a->count, rounds, max);
+    int n = build(x->size, x->rank, a->count, rounds, max);
     int rc = n < 0 ? n : sampi_execute_rounds(a, rounds, n);
     if (rounds != stack_rounds)
         free(rounds);

@@ -34,9 +34,7 @@
  * Example: see the prologue of optcc_schedule.c (p = 3, z = 0, k = 4, l = 2).
  */
 #include "algos.h"
-#include "comm.h"
 #include "executor.h"
-#include "tracker.h"
 #include "optcc_schedule.h"
 #include "sampi_internal.h"
 #include "schedule.h"
@@ -49,7 +47,9 @@
 #define MIN_SECTION_BYTES 8192
 #define MAX_K             32
 
-struct sampi_optcc_cache {
+/* Per communicator: the schedule and this rank's rounds, reused while p, z,
+ * l, k and n stay. */
+struct optcc_cache {
     struct sampi_optcc_schedule sch;
     int built;
     struct sampi_round *rounds; /* 2 per step, this rank's */
@@ -83,11 +83,11 @@ fail:
     return -EINVAL;
 }
 
-int sampi_optcc_params(struct sampi_comm *c, size_t count, size_t extent, int *rank, double *l,
-                       int *k)
+int sampi_optcc_params(const struct sampi_coll_ctx *ctx, size_t count, size_t extent, int *rank,
+                       double *l, int *k)
 {
     char buf[SAMPI_CVAR_STRING_MAX], err[256];
-    int z, p = c->size;
+    int z, p = ctx->size;
     double lv;
     if (p < 3 || count < 4 * (size_t)(p - 1))
         return -1;
@@ -95,8 +95,8 @@ int sampi_optcc_params(struct sampi_comm *c, size_t count, size_t extent, int *r
     sampi_cvar_text(SAMPI_CVAR_OPTCC_SLOWDOWN, buf, sizeof(buf));
     if (sampi_optcc_slowdown_parse(buf, &z, &lv, err, sizeof(err)))
         return -1;
-    if (z < 0 && buf[0] == '\0')
-        z = sampi_tracker_degraded(c, &lv);
+    if (z < 0 && buf[0] == '\0' && (z = ctx->degraded) >= 0)
+        lv = ctx->slowdown;
     if (z < 0 || z >= p)
         return -1;
     size_t per = (size_t)(p - 1) * MIN_SECTION_BYTES / (extent ? extent : 1);
@@ -112,18 +112,26 @@ int sampi_optcc_suited(const struct sampi_coll_args *a)
 {
     int z, k;
     double l;
-    return sampi_optcc_params(a->state, a->count, a->dt.extent, &z, &l, &k) == 0;
+    return sampi_optcc_params(a->ctx, a->count, a->dt.extent, &z, &l, &k) == 0;
 }
 
-void sampi_optcc_cache_free(struct sampi_optcc_cache *oc)
+static int cache_create(const struct sampi_coll_args *a, void **out)
 {
-    if (!oc)
-        return;
+    (void)a;
+    *out = calloc(1, sizeof(struct optcc_cache));
+    return *out ? 0 : -ENOMEM;
+}
+
+static void cache_destroy(void *state)
+{
+    struct optcc_cache *oc = state;
     if (oc->built)
         sampi_optcc_schedule_free(&oc->sch);
     free(oc->rounds);
     free(oc);
 }
+
+const struct sampi_algo_state_hooks sampi_optcc_state = {cache_create, cache_destroy};
 
 static void set_part(struct sampi_xfer *x, const struct sampi_optcc_msg *m, int i)
 {
@@ -157,26 +165,23 @@ static int build_rounds(const struct sampi_optcc_schedule *s, int me, struct sam
     return 2 * s->nsteps;
 }
 
-static int cached_rounds(struct sampi_comm *c, int z, double l, int k, size_t n,
-                         struct sampi_optcc_cache **out)
+static int cached_rounds(const struct sampi_coll_ctx *x, int z, double l, int k, size_t n,
+                         struct optcc_cache **out)
 {
-    struct sampi_optcc_cache *oc = c->optcc;
+    struct optcc_cache *oc = x->state;
     int l_q = sampi_optcc_quantise_l(l);
-    if (oc && oc->built && oc->sch.p == c->size && oc->sch.straggler == z && oc->sch.l_q == l_q &&
+    if (!oc)
+        return -ENOMEM; /* the state could not be made */
+    if (oc->built && oc->sch.p == x->size && oc->sch.straggler == z && oc->sch.l_q == l_q &&
         oc->sch.k == k && oc->sch.n == n) {
         *out = oc;
         return 0;
     }
-    if (!oc) {
-        oc = calloc(1, sizeof(*oc));
-        if (!oc)
-            return -ENOMEM;
-        c->optcc = oc;
-    } else if (oc->built) {
+    if (oc->built) {
         sampi_optcc_schedule_free(&oc->sch);
         oc->built = 0;
     }
-    int rc = sampi_optcc_schedule_build(&oc->sch, c->size, z, l, k, n, 1);
+    int rc = sampi_optcc_schedule_build(&oc->sch, x->size, z, l, k, n, 1);
     if (rc)
         return rc;
     oc->built = 1;
@@ -187,7 +192,7 @@ static int cached_rounds(struct sampi_comm *c, int z, double l, int k, size_t n,
         return -ENOMEM;
     }
     oc->rounds = r;
-    rc = build_rounds(&oc->sch, c->rank, r);
+    rc = build_rounds(&oc->sch, x->rank, r);
     if (rc < 0) {
         sampi_optcc_schedule_free(&oc->sch);
         oc->built = 0;
@@ -200,14 +205,13 @@ static int cached_rounds(struct sampi_comm *c, int z, double l, int k, size_t n,
 
 int sampi_allreduce_optcc(const struct sampi_coll_args *a)
 {
-    struct sampi_comm *c = a->state;
-    struct sampi_optcc_cache *oc = NULL;
+    struct optcc_cache *oc = NULL;
     int z, k;
     double l;
     int rc = -ENOTSUP; /* the dispatcher sends such calls to ring */
-    if (sampi_optcc_params(c, a->count, a->dt.extent, &z, &l, &k))
+    if (sampi_optcc_params(a->ctx, a->count, a->dt.extent, &z, &l, &k))
         goto fail;
-    rc = cached_rounds(c, z, l, k, a->count, &oc);
+    rc = cached_rounds(a->ctx, z, l, k, a->count, &oc);
     if (rc)
         goto fail;
     return sampi_execute_rounds(a, oc->rounds, oc->nrounds);

@@ -36,15 +36,16 @@
  */
 #include "optireduce.h"
 #include "algos.h"
-#include "comm.h"
 #include "dgram.h"
 #include "dgram_fault.h"
 #include "hadamard.h"
+#include "netdev.h"
 #include "opti_hdr.h"
 #include "optireduce_plan.h"
 #include "optireduce_repair.h"
 #include "optireduce_timeout.h"
 #include "sampi_internal.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -72,7 +73,7 @@ struct tclass {
     double t_b, t_c;
 };
 
-struct opti_state {
+struct sampi_optireduce_state {
     MPI_Comm comm;
     int rank, size;
     struct sampi_dgram *dg;
@@ -99,7 +100,6 @@ struct opti_state {
     struct tclass cls[NCLASS][2];
     _Atomic uint64_t counters[SAMPI_OPTI_C__COUNT];
     _Atomic uint64_t *peer_lost;
-    struct opti_state *next;
 };
 
 /* One call's shape, the same on every rank. */
@@ -118,30 +118,26 @@ struct call {
     int error;
 };
 
+/* Serialises comm_counter: communicators may be set up from several threads. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int keyval = MPI_KEYVAL_INVALID, self_keyval = MPI_KEYVAL_INVALID;
-static struct opti_state *states;
 static uint32_t comm_counter;
 
-static void cadd(struct opti_state *st, enum sampi_opti_counter k, uint64_t v)
+static void cadd(struct sampi_optireduce_state *st, enum sampi_opti_counter k, uint64_t v)
 {
     atomic_fetch_add_explicit(&st->counters[k], v, memory_order_relaxed);
 }
 
-static void cset(struct opti_state *st, enum sampi_opti_counter k, uint64_t v)
+static void cset(struct sampi_optireduce_state *st, enum sampi_opti_counter k, uint64_t v)
 {
     atomic_store_explicit(&st->counters[k], v, memory_order_relaxed);
 }
 
-static void state_free(struct opti_state *st)
+/* The destroy hook: the caller runs it while MPI still works (communicator
+ * freed, or MPI_Finalize before PMPI_Finalize), so the datagram path closes
+ * cleanly. */
+static void state_destroy(void *state)
 {
-    pthread_mutex_lock(&lock);
-    for (struct opti_state **p = &states; *p; p = &(*p)->next)
-        if (*p == st) {
-            *p = st->next;
-            break;
-        }
-    pthread_mutex_unlock(&lock);
+    struct sampi_optireduce_state *st = state;
     if (st->dg)
         st->dg->ops->close(st->dg);
     free(st->tx);
@@ -157,55 +153,6 @@ static void state_free(struct opti_state *st)
     free(st->dests);
     free((void *)st->peer_lost);
     free(st);
-}
-
-static int delete_state(MPI_Comm comm, int kv, void *value, void *extra)
-{
-    (void)comm, (void)kv, (void)extra;
-    state_free(value);
-    return MPI_SUCCESS;
-}
-
-/* MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI still
- * works: close every datagram path there. */
-static int delete_all(MPI_Comm comm, int kv, void *value, void *extra)
-{
-    (void)comm, (void)kv, (void)value, (void)extra;
-    for (;;) {
-        pthread_mutex_lock(&lock);
-        struct opti_state *st = states;
-        pthread_mutex_unlock(&lock);
-        if (!st)
-            break;
-        if (PMPI_Comm_delete_attr(st->comm, keyval) != MPI_SUCCESS)
-            state_free(st);
-    }
-    return MPI_SUCCESS;
-}
-
-static int keyvals_init(void)
-{
-    int rc = 0;
-    pthread_mutex_lock(&lock);
-    if (keyval == MPI_KEYVAL_INVALID) {
-        if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, NULL) ||
-            PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_all, &self_keyval, NULL) ||
-            PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL))
-            rc = -ENOMEM;
-    }
-    pthread_mutex_unlock(&lock);
-    return rc;
-}
-
-static struct opti_state *lookup(MPI_Comm comm)
-{
-    void *v = NULL;
-    int flag = 0;
-    if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL)
-        return NULL;
-    if (PMPI_Comm_get_attr(comm, keyval, &v, &flag) != MPI_SUCCESS || !flag)
-        return NULL;
-    return v;
 }
 
 static int name_index(const char *const *names, const char *text, int dflt, const char *var)
@@ -255,7 +202,7 @@ static int open_dgram(MPI_Comm comm, struct sampi_dgram **out)
 }
 
 /* Job key, communicator id and transport: collective at the first call. */
-static int setup(struct opti_state *st)
+static int setup(struct sampi_optireduce_state *st)
 {
     char err[256], text[SAMPI_CVAR_STRING_MAX];
     int rc = 0;
@@ -353,43 +300,38 @@ static int setup(struct opti_state *st)
     return 0;
 }
 
-static struct opti_state *get_state(struct sampi_comm *c)
+/* The create hook, at the first optireduce call on a communicator (every
+ * rank makes it).  A set-up that failed is kept, marked failed: the calls
+ * then go to PMPI_Allreduce without trying again. */
+static int state_create(const struct sampi_coll_args *a, void **out)
 {
-    struct opti_state *st = lookup(c->comm);
-    if (st || keyvals_init())
-        return st;
-    st = calloc(1, sizeof(*st));
+    struct sampi_optireduce_state *st = calloc(1, sizeof(*st));
     int ok = st != NULL;
     /* every rank must know whether every other one has state to set up */
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, c->comm);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, a->comm);
     if (!ok) {
         free(st);
-        return NULL;
+        return -ENOMEM;
     }
-    st->comm = c->comm;
-    st->rank = c->rank;
-    st->size = c->size;
-    if (PMPI_Comm_set_attr(c->comm, keyval, st) != MPI_SUCCESS) {
-        free(st);
-        return NULL; /* local only; the peers then time out and fall back */
-    }
-    pthread_mutex_lock(&lock);
-    st->next = states;
-    states = st;
-    pthread_mutex_unlock(&lock);
+    st->comm = a->comm;
+    st->rank = a->ctx->rank;
+    st->size = a->ctx->size;
     if (setup(st)) {
         st->failed = 1;
         if (st->dg)
             st->dg->ops->close(st->dg);
         st->dg = NULL;
     }
-    return st;
+    *out = st;
+    return 0;
 }
+
+const struct sampi_algo_state_hooks sampi_optireduce_state = {state_create, state_destroy};
 
 int sampi_optireduce_suited(const struct sampi_coll_args *a)
 {
     long long min = sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_MIN_BYTES);
-    return a->dt.elem == SAMPI_ELEM_F32 && a->op == SAMPI_OP_SUM && a->state->size >= 2 &&
+    return a->dt.elem == SAMPI_ELEM_F32 && a->op == SAMPI_OP_SUM && a->ctx->size >= 2 &&
            a->count <= UINT32_MAX / 2 && (long long)(a->count * 4) >= min;
 }
 
@@ -415,7 +357,7 @@ static unsigned size_class(size_t bytes)
 }
 
 /* Arm stage `g` (0 scatter-reduce, 1 gather): what each source sends us. */
-static int arm(struct opti_state *st, struct call *cl, int g)
+static int arm(struct sampi_optireduce_state *st, struct call *cl, int g)
 {
     int n = st->size, me = st->rank;
     size_t bits = 0;
@@ -435,7 +377,7 @@ static int arm(struct opti_state *st, struct call *cl, int g)
 }
 
 /* Take one datagram in: check it, place it, count it. */
-static void take(struct opti_state *st, struct call *cl, int g, ssize_t len,
+static void take(struct sampi_optireduce_state *st, struct call *cl, int g, ssize_t len,
                  struct sampi_opti_stage_clock *clk, uint64_t *got_elems)
 {
     struct sampi_opti_hdr h;
@@ -478,7 +420,7 @@ static void take(struct opti_state *st, struct call *cl, int g, ssize_t len,
 }
 
 /* Drain what is already there (deadline in the past: one poll each). */
-static int poll_rx(struct opti_state *st, struct call *cl, int g,
+static int poll_rx(struct sampi_optireduce_state *st, struct call *cl, int g,
                    struct sampi_opti_stage_clock *clk, uint64_t *got, int64_t until)
 {
     for (int i = 0; i < 4 * BURST; i++) {
@@ -494,7 +436,8 @@ static int poll_rx(struct opti_state *st, struct call *cl, int g,
     return 0;
 }
 
-static void fill_hdr(struct opti_state *st, struct call *cl, int g, struct sampi_opti_hdr *h)
+static void fill_hdr(struct sampi_optireduce_state *st, struct call *cl, int g,
+                     struct sampi_opti_hdr *h)
 {
     double tc = cl->tc[g]->t_c / 1e5;
     memset(h, 0, sizeof(*h));
@@ -512,7 +455,7 @@ static void fill_hdr(struct opti_state *st, struct call *cl, int g, struct sampi
 /* Run stage g: send our flows round by round while draining receipts, then
  * receive until the stage ends.  0 or a negative errno (transport failure:
  * the stage still runs to its end so that the peers are not left waiting). */
-static int run_stage(struct opti_state *st, struct call *cl, int g)
+static int run_stage(struct sampi_optireduce_state *st, struct call *cl, int g)
 {
     int n = st->size, me = st->rank, rc = 0;
     const int64_t t0 = sampi_now_ns();
@@ -621,7 +564,7 @@ sent:;
  * their maps of missing packets, laid out alike on every rank (every shard,
  * the own one included, which is never missing locally), and all zero the
  * union, the owners included, so that every rank holds the same bits. */
-static int fill_missing(struct opti_state *st, struct call *cl)
+static int fill_missing(struct sampi_optireduce_state *st, struct call *cl)
 {
     int n = st->size, me = st->rank, rc = 0;
     size_t total = 0, *base = malloc(((size_t)n + 1) * sizeof(size_t));
@@ -675,7 +618,7 @@ fail:
  * the stage-2 packets it missed, and the owners answer
  * (optireduce_repair.c), so all hold the owners' bits; a loss-free call
  * costs one small allreduce. */
-static int refetch(struct opti_state *st, struct call *cl)
+static int refetch(struct sampi_optireduce_state *st, struct call *cl)
 {
     int n = st->size;
     size_t *off = malloc((size_t)n * sizeof(size_t)), *len = malloc((size_t)n * sizeof(size_t));
@@ -694,7 +637,7 @@ static int refetch(struct opti_state *st, struct call *cl)
 }
 
 /* After the call: timing estimates, calibration, incast, counters. */
-static void account(struct opti_state *st, struct call *cl)
+static void account(struct sampi_optireduce_state *st, struct call *cl)
 {
     for (int g = 0; g < 2; g++) {
         struct tclass *tc = cl->tc[g];
@@ -730,7 +673,7 @@ static void account(struct opti_state *st, struct call *cl)
 }
 
 /* The stage bound for this call; at the end of calibration, agree on t_B. */
-static int plan_timeouts(struct opti_state *st, struct call *cl, size_t bytes)
+static int plan_timeouts(struct sampi_optireduce_state *st, struct call *cl, size_t bytes)
 {
     unsigned k = size_class(bytes);
     cl->tc[0] = &st->cls[k][0];
@@ -764,18 +707,18 @@ static int plan_timeouts(struct opti_state *st, struct call *cl, size_t bytes)
     return 0;
 }
 
-static int fall_back(struct sampi_comm *c, const struct sampi_coll_args *a)
+static int fall_back(const struct sampi_coll_args *a)
 {
-    int rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_BROKEN, SAMPI_ALGO_NATIVE, NULL);
+    const struct sampi_coll_ctx *x = a->ctx;
+    int rc = x->host->note_substitute(x->owner, SAMPI_FALLBACK_BROKEN, SAMPI_ALGO_NATIVE, NULL);
     return rc ? rc : sampi_allreduce_native(a);
 }
 
 int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
 {
-    struct sampi_comm *c = a->state;
-    struct opti_state *st = get_state(c);
+    struct sampi_optireduce_state *st = a->ctx->state;
     if (!st || st->failed)
-        return fall_back(c, a);
+        return fall_back(a);
     struct call cl = {.a = a};
     int rc = 0, n = st->size;
     const float *x = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
@@ -788,7 +731,7 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
     if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, st->comm) != MPI_SUCCESS)
         return -EIO;
     if (!ok)
-        return fall_back(c, a);
+        return fall_back(a);
     rc = plan_timeouts(st, &cl, a->count * 4);
     if (rc)
         return rc;
@@ -820,7 +763,7 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
     account(st, &cl);
 
     /* the excess-loss guard: the worst rank decides, so all take one branch */
-    double drop = (double)sampi_optireduce_counter(c, SAMPI_OPTI_C_DROP_PPM);
+    double drop = (double)sampi_optireduce_counter(st, SAMPI_OPTI_C_DROP_PPM);
     double limit = (double)sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_MAX_DROP_PPM);
     if (st->excess != EXCESS_WARN &&
         PMPI_Allreduce(MPI_IN_PLACE, &drop, 1, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
@@ -852,23 +795,22 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
     return err;
 }
 
-uint64_t sampi_optireduce_counter(struct sampi_comm *c, enum sampi_opti_counter which)
+uint64_t sampi_optireduce_counter(const struct sampi_optireduce_state *st,
+                                  enum sampi_opti_counter which)
 {
-    struct opti_state *st = c ? lookup(c->comm) : NULL;
     return st ? atomic_load_explicit(&st->counters[which], memory_order_relaxed) : 0;
 }
 
-void sampi_optireduce_peer_lost(struct sampi_comm *c, uint64_t *out, int n)
+void sampi_optireduce_peer_lost(const struct sampi_optireduce_state *st, uint64_t *out, int n)
 {
-    struct opti_state *st = c ? lookup(c->comm) : NULL;
     for (int i = 0; i < n; i++)
         out[i] = st && st->peer_lost && i < st->size
                      ? atomic_load_explicit(&st->peer_lost[i], memory_order_relaxed)
                      : 0;
 }
 
-int sampi_optireduce_fault_counts(struct sampi_comm *c, struct sampi_fault_counts *out)
+int sampi_optireduce_fault_counts(const struct sampi_optireduce_state *st,
+                                  struct sampi_fault_counts *out)
 {
-    struct opti_state *st = c ? lookup(c->comm) : NULL;
     return st && st->dg && sampi_dgram_fault_counts(st->dg, out) == 0 ? 0 : -ENOENT;
 }

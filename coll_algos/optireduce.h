@@ -7,8 +7,10 @@
 
 #include <stdint.h>
 
-struct sampi_comm;
 struct sampi_coll_args;
+/* optireduce's state on one communicator: the caller's slot for
+ * SAMPI_ALGO_OPTIREDUCE (NULL before optireduce first ran there). */
+struct sampi_optireduce_state;
 
 /* Per-communicator counters, cumulative unless marked live. */
 enum sampi_opti_counter {
@@ -39,16 +41,19 @@ enum sampi_opti_counter {
     SAMPI_OPTI_C__COUNT
 };
 
-/* Counter `which` of c's communicator (0 when optireduce never ran on it). */
-uint64_t sampi_optireduce_counter(struct sampi_comm *c, enum sampi_opti_counter which);
+/* Counter `which` of a communicator's state st (0 when st is NULL: optireduce
+ * never ran there). */
+uint64_t sampi_optireduce_counter(const struct sampi_optireduce_state *st,
+                                  enum sampi_opti_counter which);
 
 /* Bytes lost from each peer (both stages) into out[0..n); zeros when none. */
-void sampi_optireduce_peer_lost(struct sampi_comm *c, uint64_t *out, int n);
+void sampi_optireduce_peer_lost(const struct sampi_optireduce_state *st, uint64_t *out, int n);
 
-/* What the fault injector of c's datagram path did so far: 0, or -ENOENT
- * when optireduce has no fault injector on c.  For tests. */
+/* What the fault injector of st's datagram path did so far: 0, or -ENOENT
+ * when optireduce has no fault injector there (or st is NULL).  For tests. */
 struct sampi_fault_counts;
-int sampi_optireduce_fault_counts(struct sampi_comm *c, struct sampi_fault_counts *out);
+int sampi_optireduce_fault_counts(const struct sampi_optireduce_state *st,
+                                  struct sampi_fault_counts *out);
 
 int sampi_allreduce_optireduce(const struct sampi_coll_args *args);
 int sampi_optireduce_suited(const struct sampi_coll_args *args);

@@ -22,7 +22,6 @@
  * Ranks 0, 2, 3, 5, 7 are not involved and may be in other groups meanwhile.
  */
 #include "partial_ring.h"
-#include "comm.h"
 #include "executor.h"
 #include "schedule.h"
 
@@ -41,12 +40,12 @@ uint64_t sampi_partial_ring_seq(uint64_t group_id)
 int sampi_partial_ring(const struct sampi_coll_args *a, const int *members, int m,
                        uint64_t group_id)
 {
-    struct sampi_comm *c = a->state;
+    const struct sampi_coll_ctx *x = a->ctx;
     int me = -1, rc = 0;
     for (int i = 0; i < m; i++)
-        if (members[i] == c->rank)
+        if (members[i] == x->rank)
             me = i;
-    if (me < 0 || !c->nd)
+    if (me < 0 || !x->nd)
         return -EINVAL;
     if (m == 1)
         return 0; /* a group of one: nothing to exchange */
@@ -66,7 +65,7 @@ int sampi_partial_ring(const struct sampi_coll_args *a, const int *members, int 
         if (rounds[i].recv.peer >= 0)
             rounds[i].recv.peer = members[rounds[i].recv.peer];
     }
-    /* Not c->seq: it counts this rank's calls and so differs between
+    /* Not the context's seq: it counts this rank's calls and so differs between
      * members; the group's id is their agreed number. */
     rc = sampi_execute_rounds_seq(a, rounds, n, sampi_partial_ring_seq(group_id));
 fail:

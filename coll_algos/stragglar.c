@@ -41,9 +41,7 @@
  *   From S's arrival: 4 rounds of 2 elements, where ring needs 6 of 1.5.
  */
 #include "algos.h"
-#include "comm.h"
 #include "executor.h"
-#include "tracker.h"
 #include "sampi_internal.h"
 #include "schedule.h"
 #include "stragglar_schedule.h"
@@ -51,9 +49,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int sampi_stragglar_straggler(struct sampi_comm *c, size_t count)
+int sampi_stragglar_straggler(const struct sampi_coll_ctx *ctx, size_t count)
 {
-    int n = c->size, s = sampi_tracker_straggler(c);
+    int n = ctx->size, s = ctx->straggler;
     if (n < 3 || s < 0 || s >= n || count < (size_t)(n - 1))
         return -1;
     /* the builder solves a matching per round for other n; past this size
@@ -65,27 +63,40 @@ int sampi_stragglar_straggler(struct sampi_comm *c, size_t count)
 
 int sampi_stragglar_suited(const struct sampi_coll_args *a)
 {
-    return sampi_stragglar_straggler(a->state, a->count) >= 0;
+    return sampi_stragglar_straggler(a->ctx, a->count) >= 0;
 }
+
+/* Per communicator: the last schedule built, reused while n and the
+ * straggler stay. */
+static int schedule_create(const struct sampi_coll_args *a, void **out)
+{
+    (void)a;
+    *out = calloc(1, sizeof(struct sampi_stragglar_schedule));
+    return *out ? 0 : -ENOMEM;
+}
+
+static void schedule_destroy(void *state)
+{
+    sampi_stragglar_schedule_free(state);
+    free(state);
+}
+
+const struct sampi_algo_state_hooks sampi_stragglar_state = {schedule_create, schedule_destroy};
 
 /* The schedule for (n, s), built once per communicator and straggler: a
  * matching per round is too dear to redo on every call. */
-static int cached_schedule(struct sampi_comm *c, int s, const struct sampi_stragglar_schedule **out)
+static int cached_schedule(const struct sampi_coll_ctx *x, int s,
+                           const struct sampi_stragglar_schedule **out)
 {
-    struct sampi_stragglar_schedule *sch = c->stragglar;
-    if (sch && sch->n == c->size && sch->straggler == s) {
+    struct sampi_stragglar_schedule *sch = x->state;
+    if (!sch)
+        return -ENOMEM; /* the state could not be made */
+    if (sch->n == x->size && sch->straggler == s) {
         *out = sch;
         return 0;
     }
-    if (!sch) {
-        sch = calloc(1, sizeof(*sch));
-        if (!sch)
-            return -ENOMEM;
-        c->stragglar = sch;
-    } else {
-        sampi_stragglar_schedule_free(sch);
-    }
-    int rc = sampi_stragglar_schedule(c->size, s, sch);
+    sampi_stragglar_schedule_free(sch);
+    int rc = sampi_stragglar_schedule(x->size, s, sch);
     if (rc)
         return rc; /* sch was left empty by the builder: the next call retries */
     *out = sch;
@@ -159,21 +170,21 @@ fail:
 
 int sampi_allreduce_stragglar(const struct sampi_coll_args *a)
 {
-    struct sampi_comm *c = a->state;
+    const struct sampi_coll_ctx *x = a->ctx;
     struct sampi_round *rounds = NULL;
     const struct sampi_stragglar_schedule *sch = NULL;
-    int s = sampi_stragglar_straggler(c, a->count);
+    int s = sampi_stragglar_straggler(x, a->count);
     int rc = -ENOTSUP; /* the dispatcher sends such calls to ring */
     if (s < 0)
         goto fail;
-    rc = cached_schedule(c, s, &sch);
+    rc = cached_schedule(x, s, &sch);
     if (rc)
         goto fail;
     rc = -ENOMEM;
-    rounds = malloc((size_t)(c->size - 2 + sch->nrounds) * sizeof(*rounds));
+    rounds = malloc((size_t)(x->size - 2 + sch->nrounds) * sizeof(*rounds));
     if (!rounds)
         goto fail;
-    int nr = sampi_stragglar_rounds(sch, c->rank, a->count, rounds);
+    int nr = sampi_stragglar_rounds(sch, x->rank, a->count, rounds);
     if (nr < 0) {
         rc = nr;
         goto fail;

@@ -14,6 +14,7 @@
  */
 #include "argcheck.h"
 #include "auto.h"
+#include "coll_ctx.h"
 #include "comm.h"
 #include "dtype.h"
 #include "debug_delay.h"
@@ -42,11 +43,11 @@ static void comm_name(const struct sampi_comm *c, MPI_Comm comm, char *buf, size
     snprintf(buf, len, "a communicator of %d ranks", size);
 }
 
-static void log_call(const struct sampi_coll_args *a, enum sampi_algo_id algo)
+static void log_call(const struct sampi_comm *c, const struct sampi_coll_args *a,
+                     enum sampi_algo_id algo)
 {
     if (!sampi_log_enabled(SAMPI_LOG_CALL))
         return;
-    const struct sampi_comm *c = a->state;
     char name[64];
     comm_name(c, a->comm, name, sizeof(name));
     sampi_log(SAMPI_LOG_CALL,
@@ -137,10 +138,9 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     rc = sampi_comm_get(comm, 1, &c);
     if (rc)
         return fall_back(NULL, SAMPI_FALLBACK_COMM, sendbuf, recvbuf, count, datatype, op, comm);
-    a.state = c;
     if (count == 0) { /* as Open MPI: nothing to reduce, no communication */
         count_call(c, SAMPI_ALGO_NATIVE, 1);
-        log_call(&a, SAMPI_ALGO_NATIVE);
+        log_call(c, &a, SAMPI_ALGO_NATIVE);
         return MPI_SUCCESS;
     }
     /* a communicator SAMPI gave up on fails at once on every rank, a late
@@ -155,6 +155,11 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (rc)
         return sampi_report_error(comm, -SAMPI_EREVOKED);
 
+    /* what the algorithms see of c: suited and auto read it, the run its
+     * refilled copy (sampi_coll_ctx_bind) */
+    struct sampi_coll_ctx ctx;
+    sampi_coll_ctx_fill(c, &ctx);
+    a.ctx = &ctx;
     const size_t bytes = a.count * a.dt.extent;
     /* auto asks its selector, which also says whether to measure the call;
      * a forced algorithm is never overridden, and is tracked by size */
@@ -183,7 +188,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         sampi_tracker_begin(c);
     if (algo == SAMPI_ALGO_NATIVE) {
         count_call(c, algo, 1);
-        log_call(&a, algo);
+        log_call(c, &a, algo);
+        sampi_coll_ctx_bind(c, &a, algo);
         rc = sampi_algos[algo].run(&a);
         sampi_debug_algo_delay_apply(algo, delayable_algo);
         if (rc || !tracked)
@@ -199,9 +205,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (rc) /* the same answer on every rank: they agreed on the outcome */
         return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
     count_call(c, algo, 1);
-    log_call(&a, algo);
+    log_call(c, &a, algo);
     rc = sampi_argcheck_post(c, &a, algo);
     if (!rc) {
+        sampi_coll_ctx_bind(c, &a, algo);
         rc = sampi_algos[algo].run(&a);
         sampi_debug_algo_delay_apply(algo, delayable_algo);
     }

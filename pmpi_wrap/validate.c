@@ -67,7 +67,7 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
     a->mpi_op = op;
     a->op = sop;
     a->comm = comm;
-    a->state = NULL;
+    a->ctx = NULL;
     return SAMPI_CHECK_OK;
 }
 

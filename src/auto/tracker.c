@@ -8,6 +8,7 @@
  */
 #include "tracker.h"
 #include "auto.h"
+#include "coll_ctx.h"
 #include "comm.h"
 #include "revoke.h"
 #include "wait.h"
@@ -402,7 +403,9 @@ void sampi_tracker_hints(struct sampi_comm *c, size_t count, size_t extent,
     }
     int z, k;
     double l;
-    if (sampi_optcc_params(c, count, extent, &z, &l, &k) == 0) {
+    struct sampi_coll_ctx ctx;
+    sampi_coll_ctx_fill(c, &ctx);
+    if (sampi_optcc_params(&ctx, count, extent, &z, &l, &k) == 0) {
         h->degraded = z;
         h->slowdown = l;
         h->optcc_k = k;

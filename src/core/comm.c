@@ -6,7 +6,6 @@
 #include "revoke.h"
 #include "wait.h"
 #include "sampi_internal.h"
-#include "stragglar_schedule.h"
 #include "tracker.h"
 
 #include <errno.h>
@@ -28,6 +27,13 @@ static void state_free(struct sampi_comm *c)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&list_lock);
+    /* before the data path closes: an algorithm's state may hold a transport
+     * of its own, closed while MPI still works */
+    for (int i = 0; i < SAMPI_ALGO__COUNT; i++) {
+        void *st = atomic_exchange(&c->algo_state[i], NULL);
+        if (st)
+            sampi_algos[i].state->destroy(st);
+    }
     if (c->nd)
         c->nd->ops->close(c->nd);
     if (c->ctl != MPI_COMM_NULL) {
@@ -46,10 +52,6 @@ static void state_free(struct sampi_comm *c)
     }
     sampi_argcheck_release(&c->check);
     free(c->scratch);
-    if (c->stragglar)
-        sampi_stragglar_schedule_free(c->stragglar);
-    free(c->stragglar);
-    sampi_optcc_cache_free(c->optcc);
     sampi_tracker_free(c->tracker);
     sampi_auto_release(c);
     sampi_stats_release(&c->stats);
@@ -358,6 +360,27 @@ void *sampi_comm_scratch(struct sampi_comm *c, size_t size)
     c->scratch = p;
     c->scratch_size = size;
     return p;
+}
+
+void *sampi_comm_algo_state(struct sampi_comm *c, enum sampi_algo_id id)
+{
+    return c ? atomic_load(&c->algo_state[id]) : NULL;
+}
+
+int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
+                               const struct sampi_coll_args *a, void **out)
+{
+    const struct sampi_algo_state_hooks *h = sampi_algos[id].state;
+    *out = atomic_load(&c->algo_state[id]);
+    if (*out || !h)
+        return 0;
+    int rc = h->create(a, out);
+    if (rc) {
+        *out = NULL;
+        return rc;
+    }
+    atomic_store(&c->algo_state[id], *out);
+    return 0;
 }
 
 void sampi_comm_drop_state(MPI_Comm comm)

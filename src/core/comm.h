@@ -17,11 +17,10 @@
 #include "stats.h"
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct sampi_stragglar_schedule;
-struct sampi_optcc_cache;
 struct sampi_tracker;
 struct sampi_auto_state;
 struct join_bufs;
@@ -51,10 +50,9 @@ struct sampi_comm {
     struct join_bufs *join;
     MPI_Request join_req[2];
     void *scratch; /* receive buffer for reductions */
-    /* the last stragglar schedule built, reused while n and the straggler stay */
-    struct sampi_stragglar_schedule *stragglar;
-    /* optcc's schedule and this rank's rounds, reused while p, z, l, k, n stay */
-    struct sampi_optcc_cache *optcc;
+    /* each algorithm's own state (its descriptor's state hooks), NULL until
+     * it first ran here; read by the performance variables from any thread */
+    void *_Atomic algo_state[SAMPI_ALGO__COUNT];
     /* arrivals and links seen in tracked calls (tracker.h), NULL until the first */
     struct sampi_tracker *tracker;
     /* auto's learned costs (auto.h), NULL until the first auto call */
@@ -104,6 +102,16 @@ int sampi_comm_open_netdev(struct sampi_comm *c);
 
 /* A scratch buffer of at least `size` bytes owned by the state. */
 void *sampi_comm_scratch(struct sampi_comm *c, size_t size);
+
+/* Algorithm `id`'s state on c, or NULL before it first ran there. */
+void *sampi_comm_algo_state(struct sampi_comm *c, enum sampi_algo_id id);
+
+/* The same, made by the algorithm's create hook when it does not exist yet
+ * (a is the call about to run it: every rank of c calls this for the same
+ * call).  0 (*out NULL when the algorithm keeps no state), or the hook's
+ * negative errno; the next call tries again. */
+int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
+                               const struct sampi_coll_args *a, void **out);
 
 /* Count a fallback to PMPI_Allreduce (c may be NULL) and, when the user forced
  * an algorithm, report it according to sampi_fallback (`what` names the call:

@@ -255,11 +255,16 @@ void sampi_pvar_fetch(enum sampi_pvar_id id, struct sampi_comm *c, void *out, in
 /* optireduce (coll_algos/optireduce.h): its counters live in its own state. */
 #include "optireduce.h"
 
+static const struct sampi_optireduce_state *opti_of(struct sampi_comm *c)
+{
+    return sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE);
+}
+
 static void fetch_opti(struct sampi_comm *c, enum sampi_opti_counter k, void *out, int n)
 {
     uint64_t *o = out;
     for (int i = 0; i < n; i++)
-        o[i] = sampi_optireduce_counter(c, k);
+        o[i] = sampi_optireduce_counter(opti_of(c), k);
 }
 
 static void fetch_opti_calls(struct sampi_comm *c, void *out, int n)
@@ -384,7 +389,7 @@ static void fetch_opti_pkt_floats(struct sampi_comm *c, void *out, int n)
 
 static void fetch_opti_peer_lost(struct sampi_comm *c, void *out, int n)
 {
-    sampi_optireduce_peer_lost(c, out, n);
+    sampi_optireduce_peer_lost(opti_of(c), out, n);
 }
 
 /* selective reduce (src/selective/selective_client.h): per-process counters of the

@@ -24,6 +24,7 @@
  */
 #include "selective_client.h"
 #include "comm.h"
+#include "coll_ctx.h"
 #include "revoke.h"
 #include "dtype.h"
 #include "partial_ring.h"
@@ -460,8 +461,10 @@ static int group_call(void *buf, size_t count, MPI_Datatype dt, const struct sam
         .op = SAMPI_OP_SUM,
         .reduce = sampi_reduce_fn_get(SAMPI_OP_SUM, info->elem),
         .comm = c->comm,
-        .state = c,
     };
+    struct sampi_coll_ctx ctx;
+    sampi_coll_ctx_fill(c, &ctx);
+    a.ctx = &ctx;
     int members[g->m];
     for (int i = 0; i < g->m; i++)
         members[i] = g->members[i];

@@ -72,7 +72,9 @@ static double rel_err(const float *got, size_t count, int size, double scale)
 static uint64_t counter(MPI_Comm comm, enum sampi_opti_counter k)
 {
     struct sampi_comm *c = NULL;
-    return sampi_comm_get(comm, 0, &c) == 0 ? sampi_optireduce_counter(c, k) : 0;
+    return sampi_comm_get(comm, 0, &c) == 0
+               ? sampi_optireduce_counter(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE), k)
+               : 0;
 }
 
 static uint64_t lost_bytes(void)
@@ -192,7 +194,8 @@ static void run_loss(struct mt_state *mt, int size, double p, int same)
     struct sampi_comm *c = NULL;
     struct sampi_fault_counts fc = {0};
     sampi_comm_get(MPI_COMM_WORLD, 0, &c);
-    int have = c && sampi_optireduce_fault_counts(c, &fc) == 0;
+    int have = c && sampi_optireduce_fault_counts(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE),
+                                                  &fc) == 0;
     unsigned long long v[3] = {counter(MPI_COMM_WORLD, SAMPI_OPTI_C_LOST1) +
                                    counter(MPI_COMM_WORLD, SAMPI_OPTI_C_LOST2),
                                fc.dropped_bytes - 32 * fc.dropped, (unsigned long long)!have};
@@ -233,7 +236,7 @@ static void run_late(struct mt_state *mt, int size, double p)
     struct sampi_comm *c = NULL;
     struct sampi_fault_counts fc = {0};
     sampi_comm_get(MPI_COMM_WORLD, 0, &c);
-    sampi_optireduce_fault_counts(c, &fc);
+    sampi_optireduce_fault_counts(sampi_comm_algo_state(c, SAMPI_ALGO_OPTIREDUCE), &fc);
     unsigned long long v[4] = {counter(MPI_COMM_WORLD, SAMPI_OPTI_C_END1_HARD) +
                                    counter(MPI_COMM_WORLD, SAMPI_OPTI_C_END2_HARD),
                                counter(MPI_COMM_WORLD, SAMPI_OPTI_C_STALE_PKTS),

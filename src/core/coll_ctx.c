@@ -1,0 +1,54 @@
+/*
+ * coll_ctx.c - the call context handed to the algorithms.
+ */
+#include "coll_ctx.h"
+#include "comm.h"
+#include "revoke.h"
+#include "tracker.h"
+
+static void host_waiter(void *owner, struct sampi_waiter *w, const char *what)
+{
+    sampi_comm_waiter(owner, w, what);
+}
+
+static void *host_scratch(void *owner, size_t size)
+{
+    return sampi_comm_scratch(owner, size);
+}
+
+static int host_note_substitute(void *owner, int why, enum sampi_algo_id instead, const char *what)
+{
+    return sampi_comm_note_substitute(owner, (enum sampi_fallback_reason)why, instead, what);
+}
+
+static const struct sampi_coll_host comm_host = {
+    .waiter = host_waiter,
+    .scratch = host_scratch,
+    .note_substitute = host_note_substitute,
+};
+
+void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
+{
+    *ctx = (struct sampi_coll_ctx){
+        .rank = c->rank,
+        .size = c->size,
+        .nd = c->nd,
+        .seq = &c->seq,
+        .straggler = sampi_tracker_straggler(c),
+        .slowdown = 1.0,
+        .segment_bytes = (size_t)sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES),
+        .stats = &c->stats,
+        .host = &comm_host,
+        .owner = c,
+    };
+    ctx->degraded = sampi_tracker_degraded(c, &ctx->slowdown);
+}
+
+void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *a, enum sampi_algo_id algo)
+{
+    struct sampi_coll_ctx *ctx = a->ctx;
+    sampi_coll_ctx_fill(c, ctx);
+    void *st = NULL;
+    sampi_comm_algo_state_make(c, algo, a, &st);
+    ctx->state = st;
+}
