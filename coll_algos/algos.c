@@ -2,6 +2,7 @@
  * algos.c - the algorithm descriptor table (rows in algos.def).
  */
 #include "algos.h"
+#include "debug_delay.h"
 
 #include <string.h>
 
@@ -32,4 +33,19 @@ const struct sampi_algo *sampi_algo_find(const char *name)
         if (strcmp(sampi_algos[i].name, name) == 0)
             return &sampi_algos[i];
     return NULL;
+}
+
+int sampi_algo_delayable(const char *name)
+{
+    const struct sampi_algo *a = sampi_algo_find(name);
+    return a && a->id != SAMPI_ALGO_AUTO ? (int)a->id : -1;
+}
+
+/* sampi_debug_algo_delay's check (SAMPI_CVAR_PARSE in cvars.def): the base
+ * parses the grammar, the table says which names exist. */
+int sampi_debug_algo_delay_validate(const char *text, char *err, size_t errlen)
+{
+    double ms[SAMPI_ALGO__COUNT];
+    return sampi_debug_algo_delay_parse(text, sampi_algo_delayable, ms, SAMPI_ALGO__COUNT, err,
+                                        errlen);
 }

@@ -115,11 +115,19 @@ extern const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT];
 
 /* The descriptor named `name`, or NULL. */
 const struct sampi_algo *sampi_algo_find(const char *name);
+/* The id sampi_debug_algo_delay may name `name` by (every algorithm but auto),
+ * -1 for any other name. */
+int sampi_algo_delayable(const char *name);
 
 int sampi_allreduce_native(const struct sampi_coll_args *args);
 int sampi_allreduce_ring(const struct sampi_coll_args *args);
 int sampi_allreduce_rhd(const struct sampi_coll_args *args);
 int sampi_allreduce_stragglar(const struct sampi_coll_args *args);
+
+/* The values of sampi_stragglar_mode (sampi_stragglar_mode_names, in
+ * stragglar.c): how the straggler is known.  Read by the tracker (src/),
+ * which predicts it. */
+enum sampi_stragglar_mode { SAMPI_STRAGGLAR_PREDICT, SAMPI_STRAGGLAR_FIXED, SAMPI_STRAGGLAR_OFF };
 
 /* The straggler `stragglar` assumes for a call of `count` elements, or -1
  * when it cannot run the call (no straggler known - see

@@ -83,6 +83,13 @@ fail:
     return -EINVAL;
 }
 
+int sampi_optcc_slowdown_validate(const char *text, char *err, size_t errlen)
+{
+    int rank;
+    double l;
+    return sampi_optcc_slowdown_parse(text, &rank, &l, err, errlen);
+}
+
 int sampi_optcc_params(const struct sampi_coll_ctx *ctx, size_t count, size_t extent, int *rank,
                        double *l, int *k)
 {

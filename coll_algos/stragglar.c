@@ -49,6 +49,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+const char *const sampi_stragglar_mode_names[] = {"predict", "fixed", "off", NULL};
+
 int sampi_stragglar_straggler(const struct sampi_coll_ctx *ctx, size_t count)
 {
     int n = ctx->size, s = ctx->straggler;

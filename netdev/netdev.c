@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* sampi_netdev's items, in the order of enum sampi_netdev_choice */
+const char *const sampi_netdev_names[] = {"auto", "mpi", "ofi", NULL};
+
 /* `mpi` is built in; the others are modules (module.h), loaded on first use. */
 const struct sampi_netdev_entry sampi_netdev_table[] = {
     {"mpi", &sampi_netdev_mpi_ops, NULL},

@@ -162,6 +162,9 @@ extern const struct sampi_netdev_ops sampi_netdev_mpi_ops;
  * err. */
 int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_t errlen);
 
+/* The values of sampi_netdev: sampi_netdev_names in that order. */
+enum sampi_netdev_choice { SAMPI_NETDEV_AUTO, SAMPI_NETDEV_MPI, SAMPI_NETDEV_OFI };
+
 /* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
  * than auto).  Collective; the answer is the same on every rank. */
 int sampi_netdev_auto_choice(MPI_Comm comm);

@@ -1,10 +1,11 @@
 /*
  * ofi_bind.c - the grammar of sampi_ofi_bind_base, apart from the `ofi`
  * module (ofi.c) that uses it: the registry checks every value written to
- * the variable with it (src/base/config.c), in a core that does not load
- * libfabric.  Pure: built into both the core and the module.
+ * the variable with it (SAMPI_CVAR_PARSE in ofi.def), in a core that does not
+ * load libfabric.  Pure: built into both the core and the module.
  */
 #include "netdev.h"
+#include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,4 +38,10 @@ int sampi_ofi_bind_parse(const char *text, unsigned long *base, char *err, size_
              "(MPI_COMM_WORLD rank r binds A.B.C.(D+r)), e.g. '127.0.0.10'",
              text);
     return -EINVAL;
+}
+
+int sampi_ofi_bind_validate(const char *text, char *err, size_t errlen)
+{
+    unsigned long base;
+    return sampi_ofi_bind_parse(text, &base, err, errlen);
 }

@@ -66,12 +66,6 @@ static void count_call(struct sampi_comm *c, enum sampi_algo_id algo, int chosen
     atomic_store_explicit(&c->last_algo, algo, memory_order_relaxed);
 }
 
-/* The algorithms sampi_debug_algo_delay may name: all but auto. */
-static int delayable_algo(const char *name)
-{
-    const struct sampi_algo *a = sampi_algo_find(name);
-    return a && a->id != SAMPI_ALGO_AUTO ? (int)a->id : -1;
-}
 _Static_assert(
     SAMPI_ALGO__COUNT <= SAMPI_DEBUG_ALGOS_MAX,
     "sampi_debug_algo_delay holds a delay per algorithm id: raise SAMPI_DEBUG_ALGOS_MAX");
@@ -191,7 +185,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         log_call(c, &a, algo);
         sampi_coll_ctx_bind(c, &a, algo);
         rc = sampi_algos[algo].run(&a);
-        sampi_debug_algo_delay_apply(algo, delayable_algo);
+        sampi_debug_algo_delay_apply(algo, sampi_algo_delayable);
         if (rc || !tracked)
             return sampi_report_error(comm, rc); /* Open MPI's own outcome */
         if (!(rc = sampi_tracker_end(c, algo, bytes, ac.active ? &ac : NULL)))
@@ -210,7 +204,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (!rc) {
         sampi_coll_ctx_bind(c, &a, algo);
         rc = sampi_algos[algo].run(&a);
-        sampi_debug_algo_delay_apply(algo, delayable_algo);
+        sampi_debug_algo_delay_apply(algo, sampi_algo_delayable);
     }
     /* a message of the wrong size points at a mismatch: the check says
      * which, the same on every rank */

@@ -1,16 +1,13 @@
 /*
- * config.c - parsing and storage of SAMPI's control variables (cvars.def).
+ * config.c - parsing and storage of SAMPI's control variables (the merged
+ * table of cvars.def).
  *
  * Integer values are read on every MPI_Allreduce, so they live in plain
  * atomics; string values are copied out under a lock because an MPI_T write
  * may replace them from another thread.
  */
 #include "config.h"
-#include "netdev.h"
 #include "log.h"
-#include "debug_delay.h"
-#include "pin.h"
-#include "algos.h"
 
 #include <mpi.h>
 
@@ -24,9 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const sampi_netdev_names[] = {"auto", "mpi", "ofi", NULL};
 const char *const sampi_fallback_names[] = {"silent", "warn", "error", NULL};
-const char *const sampi_stragglar_mode_names[] = {"predict", "fixed", "off", NULL};
 
 const struct sampi_cvar_desc sampi_cvar_descs[SAMPI_CVAR__COUNT] = {
 #define SAMPI_CVAR(id, nm, ty, def, it, mn, mx, sum, desc)                                         \
@@ -116,58 +111,14 @@ bad:
     return -EINVAL;
 }
 
-/* STRING variables whose text has a grammar of its own. */
-static int validate_pin(const char *text, char *err, size_t errlen)
-{
-    unsigned long long mask;
-    if (strcmp(text, "off") == 0 || strcmp(text, "auto") == 0)
-        return 0;
-    return sampi_pin_parse_list(text, &mask, err, errlen);
-}
-
-static int validate_debug_delay(const char *text, char *err, size_t errlen)
-{
-    double ms, jitter;
-    return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
-}
-
-/* The algorithms sampi_debug_algo_delay may name: all but auto. */
-static int delayable_algo(const char *name)
-{
-    const struct sampi_algo *a = sampi_algo_find(name);
-    return a && a->id != SAMPI_ALGO_AUTO ? (int)a->id : -1;
-}
-
-static int validate_debug_algo_delay(const char *text, char *err, size_t errlen)
-{
-    double ms[SAMPI_ALGO__COUNT];
-    return sampi_debug_algo_delay_parse(text, delayable_algo, ms, SAMPI_ALGO__COUNT, err, errlen);
-}
-
-static int validate_optcc_slowdown(const char *text, char *err, size_t errlen)
-{
-    int rank;
-    double l;
-    return sampi_optcc_slowdown_parse(text, &rank, &l, err, errlen);
-}
-
-/* netdev/ofi.c: the grammar of sampi_ofi_bind_base ("" or an IPv4 address). */
-
-static int validate_ofi_bind_base(const char *text, char *err, size_t errlen)
-{
-    unsigned long base;
-    return sampi_ofi_bind_parse(text, &base, err, errlen);
-}
-
-static const struct {
-    enum sampi_cvar_id id;
-    int (*validate)(const char *text, char *err, size_t errlen);
-} string_validators[] = {
-    {SAMPI_CVAR_PIN, validate_pin},
-    {SAMPI_CVAR_DEBUG_DELAY, validate_debug_delay},
-    {SAMPI_CVAR_DEBUG_ALGO_DELAY, validate_debug_algo_delay},
-    {SAMPI_CVAR_OPTCC_SLOWDOWN, validate_optcc_slowdown},
-    {SAMPI_CVAR_OFI_BIND_BASE, validate_ofi_bind_base},
+/* STRING variables whose text has a grammar of its own: their owners' checks
+ * (SAMPI_CVAR_PARSE), NULL for free text. */
+static sampi_cvar_parse_fn *const string_parsers[SAMPI_CVAR__COUNT] = {
+#define SAMPI_CVAR(...)
+#define SAMPI_CVAR_PARSE(id, fn) [SAMPI_CVAR_##id] = fn,
+#include "cvars.def"
+#undef SAMPI_CVAR_PARSE
+#undef SAMPI_CVAR
 };
 
 int sampi_cvar_enum_index(enum sampi_cvar_id id, const char *item)
@@ -224,9 +175,8 @@ int sampi_cvar_parse(enum sampi_cvar_id id, const char *text, long long *value, 
                      SAMPI_CVAR_STRING_MAX - 1);
             return -EINVAL;
         }
-        for (size_t i = 0; i < sizeof(string_validators) / sizeof(string_validators[0]); i++)
-            if (string_validators[i].id == id && string_validators[i].validate(text, err, errlen))
-                return -EINVAL;
+        if (string_parsers[id] && string_parsers[id](text, err, errlen))
+            return -EINVAL;
         *value = 0;
         return 0;
     }

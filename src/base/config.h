@@ -1,7 +1,8 @@
 /*
  * config.h - SAMPI's control-variable registry (values and parsing).
  *
- * The variables themselves are listed once, in cvars.def.  Values start at
+ * The variables themselves are listed once, each in its owner's .def file,
+ * merged by the build into one table (cvars.def).  Values start at
  * their defaults, are overridden from SAMPI_* environment variables when the
  * library starts, and can be changed later by sampi_cvar_set (the MPI_T write
  * path).  Precedence: later writes win, so MPI_T > environment > default.
@@ -59,13 +60,20 @@ struct sampi_cvar_info {
 
 extern const struct sampi_cvar_info sampi_cvar_infos[SAMPI_CVAR__COUNT];
 
-/* Enum item lists referenced from cvars.def. */
-extern const char *const sampi_algo_names[];
-extern const char *const sampi_netdev_names[];
-extern const char *const sampi_fallback_names[];
-extern const char *const sampi_stragglar_mode_names[];
-enum sampi_stragglar_mode { SAMPI_STRAGGLAR_PREDICT, SAMPI_STRAGGLAR_FIXED, SAMPI_STRAGGLAR_OFF };
-enum sampi_netdev_choice { SAMPI_NETDEV_AUTO, SAMPI_NETDEV_MPI, SAMPI_NETDEV_OFI };
+/* A STRING variable's own grammar (SAMPI_CVAR_PARSE in its .def): 0, or
+ * -EINVAL with a message naming the variable in err. */
+typedef int sampi_cvar_parse_fn(const char *text, char *err, size_t errlen);
+
+/* The enum item lists (SAMPI_CVAR_ITEMS) and checks (SAMPI_CVAR_PARSE) that
+ * the variables' owners define. */
+#define SAMPI_CVAR(...)
+#define SAMPI_CVAR_ITEMS(names)  extern const char *const names[];
+#define SAMPI_CVAR_PARSE(id, fn) sampi_cvar_parse_fn fn;
+#include "cvars.def"
+#undef SAMPI_CVAR_PARSE
+#undef SAMPI_CVAR_ITEMS
+#undef SAMPI_CVAR
+
 enum sampi_fallback_policy { SAMPI_FALLBACK_SILENT, SAMPI_FALLBACK_WARN, SAMPI_FALLBACK_ERROR };
 
 /* Parse `text` for variable `id` without changing anything.  0 and *value

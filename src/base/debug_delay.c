@@ -175,3 +175,9 @@ void sampi_debug_algo_delay_apply(int algo, sampi_debug_algo_lookup_fn *lookup)
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
 }
+
+int sampi_debug_delay_validate(const char *text, char *err, size_t errlen)
+{
+    double ms, jitter;
+    return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
+}

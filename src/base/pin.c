@@ -123,3 +123,11 @@ fail:
     hwloc_topology_destroy(topo);
     return rc;
 }
+
+int sampi_pin_validate(const char *text, char *err, size_t errlen)
+{
+    unsigned long long mask;
+    if (strcmp(text, "off") == 0 || strcmp(text, "auto") == 0)
+        return 0;
+    return sampi_pin_parse_list(text, &mask, err, errlen);
+}
