@@ -23,6 +23,8 @@ const struct sampi_netdev_entry sampi_netdev_table[] = {
     {NULL, NULL, NULL},
 };
 
+const struct sampi_netdev_ops *const sampi_netdev_fallback = &sampi_netdev_mpi_ops;
+
 static const struct sampi_netdev_entry *entry_of(const char *name)
 {
     for (int i = 0; name && sampi_netdev_table[i].name; i++)
@@ -94,4 +96,11 @@ int sampi_netdev_auto_choice(MPI_Comm comm)
      * auto means mpi until a path beats it; ofi stays one setting away. */
     (void)comm;
     return SAMPI_NETDEV_MPI;
+}
+
+const char *sampi_netdev_choice_name(MPI_Comm comm, int choice)
+{
+    if (choice == SAMPI_NETDEV_AUTO)
+        choice = sampi_netdev_auto_choice(comm);
+    return sampi_netdev_names[choice];
 }

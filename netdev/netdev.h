@@ -156,6 +156,10 @@ int sampi_netdev_load_agreed(MPI_Comm comm, struct sampi_waiter *w, const char *
 
 extern const struct sampi_netdev_ops sampi_netdev_mpi_ops;
 
+/* The data path every rank can always open (built in): where a communicator
+ * goes when the one it chose cannot be opened on every rank. */
+extern const struct sampi_netdev_ops *const sampi_netdev_fallback;
+
 /* sampi_ofi_bind_base's text: "" (*base = 0: let the provider choose) or an
  * IPv4 address A.B.C.D with D in 1..254; MPI_COMM_WORLD rank r then binds
  * A.B.C.(D+r) (ofi.c).  0, or -EINVAL with a message naming the variable in
@@ -168,5 +172,10 @@ enum sampi_netdev_choice { SAMPI_NETDEV_AUTO, SAMPI_NETDEV_MPI, SAMPI_NETDEV_OFI
 /* What sampi_netdev=auto means for `comm` (an enum sampi_netdev_choice other
  * than auto).  Collective; the answer is the same on every rank. */
 int sampi_netdev_auto_choice(MPI_Comm comm);
+
+/* The name of the backend that the value `choice` of sampi_netdev (or of a
+ * communicator's override) means for comm, auto resolved: collective when
+ * choice is auto. */
+const char *sampi_netdev_choice_name(MPI_Comm comm, int choice);
 
 #endif

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int keyval = MPI_KEYVAL_INVALID;
@@ -291,9 +292,7 @@ int sampi_comm_join(struct sampi_comm *c)
 static const char *choose_netdev(struct sampi_comm *c)
 {
     long long choice = c->forced_netdev >= 0 ? c->forced_netdev : sampi_cvar_int(SAMPI_CVAR_NETDEV);
-    if (choice == SAMPI_NETDEV_AUTO)
-        choice = sampi_netdev_auto_choice(c->comm);
-    return sampi_netdev_names[choice];
+    return sampi_netdev_choice_name(c->comm, (int)choice);
 }
 
 /* Open `ops` and agree on the outcome: the same on every rank. */
@@ -327,21 +326,24 @@ int sampi_comm_open_netdev(struct sampi_comm *c)
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "opening the data path");
     const char *name = choose_netdev(c);
-    const struct sampi_netdev_ops *ops = NULL;
-    /* A module (ofi) is loaded by each rank; all ranks agree that every one
-     * has it before any calls its collective open. */
-    int rc = sampi_netdev_load_agreed(c->ctl, &w, name, "all ranks use 'mpi'", &ops);
+    const struct sampi_netdev_ops *ops = NULL, *fallback = sampi_netdev_fallback;
+    char instead[64];
+    snprintf(instead, sizeof(instead), "all ranks use '%s'", fallback->name);
+    /* A module is loaded by each rank; all ranks agree that every one has it
+     * before any calls its collective open. */
+    int rc = sampi_netdev_load_agreed(c->ctl, &w, name, instead, &ops);
     if (rc && rc != -ENODEV) {
         sampi_revoke(c, rc, "opening the data path");
         return c->revoked;
     }
     if (ops) {
         rc = open_agreed(c, ops, &w);
-        if (rc && !c->revoked && ops != &sampi_netdev_mpi_ops && c->rank == 0)
-            sampi_log_warn("netdev '%s' could not be opened on every rank: using 'mpi'", name);
+        if (rc && !c->revoked && ops != fallback && c->rank == 0)
+            sampi_log_warn("netdev '%s' could not be opened on every rank: using '%s'", name,
+                           fallback->name);
     }
-    if (rc && !c->revoked && ops != &sampi_netdev_mpi_ops)
-        rc = open_agreed(c, &sampi_netdev_mpi_ops, &w);
+    if (rc && !c->revoked && ops != fallback)
+        rc = open_agreed(c, fallback, &w);
     if (!rc)
         sampi_log(SAMPI_LOG_SETUP, "communicator %llu of size %d: netdev %s",
                   (unsigned long long)sampi_comm_label(c), c->size, c->nd->ops->name);
@@ -409,47 +411,4 @@ void sampi_comm_free_all(void)
 int sampi_comm_algorithm_setting(const struct sampi_comm *c)
 {
     return c && c->forced_algo >= 0 ? c->forced_algo : (int)sampi_cvar_int(SAMPI_CVAR_ALGORITHM);
-}
-
-int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why, const char *what)
-{
-    return sampi_comm_note_substitute(c, why, SAMPI_ALGO_NATIVE, what);
-}
-
-int sampi_comm_note_substitute(struct sampi_comm *c, enum sampi_fallback_reason why,
-                               enum sampi_algo_id instead, const char *what)
-{
-    const char *target =
-        instead == SAMPI_ALGO_NATIVE ? "PMPI_Allreduce" : sampi_algos[instead].name;
-    sampi_stat_add(&sampi_process_stats.fallbacks[why], 1);
-    if (c) {
-        sampi_stat_add(&c->stats.fallbacks[why], 1);
-        atomic_store_explicit(&c->last_algo, instead, memory_order_relaxed);
-    }
-    int setting = sampi_comm_algorithm_setting(c);
-    if (setting == SAMPI_ALGO_AUTO || setting == SAMPI_ALGO_NATIVE)
-        return 0; /* nothing was forced: falling back is the plan */
-    switch ((enum sampi_fallback_policy)sampi_cvar_int(SAMPI_CVAR_FALLBACK)) {
-    case SAMPI_FALLBACK_ERROR:
-        sampi_log_warn("%s cannot run %s (%s) and sampi_fallback=error", sampi_algos[setting].name,
-                       what ? what : "this call", sampi_fallback_reason_names[why]);
-        return -ENOTSUP;
-    case SAMPI_FALLBACK_WARN: {
-        /* once per process and reason (a program with many communicators or
-         * datatypes would otherwise repeat it); the rest at sampi_verbose 2 */
-        static _Atomic unsigned process_warned;
-        unsigned bit = 1u << why;
-        int first = !(atomic_fetch_or(&process_warned, bit) & bit);
-        sampi_log(first ? SAMPI_LOG_WARN : SAMPI_LOG_SETUP,
-                  "%s cannot run %s (reason: %s): using %s%s", sampi_algos[setting].name,
-                  what ? what : "a call", sampi_fallback_reason_names[why], target,
-                  first ? " (said once per reason; SAMPI_FALLBACK=silent hides it, "
-                          "SAMPI_VERBOSE=2 shows every one)"
-                        : "");
-        return 0;
-    }
-    case SAMPI_FALLBACK_SILENT:
-        break;
-    }
-    return 0;
 }

@@ -116,7 +116,7 @@ int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
 /* Count a fallback to PMPI_Allreduce (c may be NULL) and, when the user forced
  * an algorithm, report it according to sampi_fallback (`what` names the call:
  * "MPI_SUM on MPI_CHAR", or NULL).  0: go on with PMPI;
- * -ENOTSUP: sampi_fallback=error, fail the call. */
+ * -ENOTSUP: sampi_fallback=error, fail the call.  (fallback.c) */
 int sampi_comm_note_fallback(struct sampi_comm *c, enum sampi_fallback_reason why,
                              const char *what);
 
