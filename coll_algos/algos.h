@@ -146,8 +146,8 @@ int sampi_allreduce_optcc(const struct sampi_coll_args *args);
 int sampi_optcc_slowdown_parse(const char *text, int *rank, double *l, char *err, size_t errlen);
 
 /* The degraded rank, slowdown and segment count `optcc` uses for a call of
- * `count` elements of `extent` bytes on c: 0, or -1 when it cannot run the
- * call (no degraded rank inside the communicator - given by
+ * `count` elements of `extent` bytes in context ctx: 0, or -1 when it cannot
+ * run the call (no degraded rank inside the communicator - given by
  * sampi_optcc_slowdown or detected, see sampi_optcc_detect -, p < 3, count <
  * 4(p-1)); the dispatcher then runs `ring`.  Agreed values only. */
 int sampi_optcc_params(const struct sampi_coll_ctx *ctx, size_t count, size_t extent, int *rank,
