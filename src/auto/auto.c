@@ -1,13 +1,17 @@
 /*
  * auto.c - `auto`'s decision for one call (auto.h).
  *
- * The arms of a call: native, rhd and ring always (ring only where each of
- * its messages carries at least RING_MIN_BLOCK bytes: below, its 2(p-1)
- * latency-bound rounds cannot beat rhd's 2 log2 p on any machine, so the
- * model rules it out instead of a measurement); stragglar when a straggler is
- * predicted (or set) and it can run the call on 4 or more ranks; optcc when a
- * degraded link is known and it can run the call.  The model's favourite
- * (select.c's table and hint rules) is explored first; measurements decide.
+ * The arms of a call come from the algorithm table (algos.def): every
+ * algorithm `auto` may choose (SAMPI_CAP_AUTO) that can run the call (its
+ * `suited`) and that the model does not rule out (sampi_select_hopeless: a
+ * ring of tiny blocks, StragglAR on 3 ranks).  One that needs a hint runs only
+ * in the regime that brings the hint: a straggler's algorithm
+ * (SAMPI_CAP_NEEDS_STRAGGLER) when a straggler is predicted or set, a
+ * degraded link's (SAMPI_CAP_NEEDS_SLOWDOWNS) when one is known; the others
+ * are arms in every regime.  So today: native, rhd and ring always,
+ * stragglar with a straggler on 4 or more ranks, optcc with a degraded link.
+ * The model's favourite (select.c's table and hint rules) is explored first;
+ * measurements decide.
  */
 #include "auto.h"
 #include "comm.h"
@@ -21,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RING_MIN_BLOCK 4096
 
 /* A communicator's auto state: the selector, and what the performance
  * variables read from any thread (published after each decision). */
@@ -164,6 +167,39 @@ static uint32_t arm(enum sampi_algo_id id)
     return 1u << id;
 }
 
+/* The regime whose hint an algorithm needs (SAMPI_REGIME_NONE: none). */
+static enum sampi_regime regime_needed(unsigned caps)
+{
+    if (caps & SAMPI_CAP_NEEDS_SLOWDOWNS)
+        return SAMPI_REGIME_DEGRADED;
+    if (caps & SAMPI_CAP_NEEDS_STRAGGLER)
+        return SAMPI_REGIME_STRAGGLER;
+    return SAMPI_REGIME_NONE;
+}
+
+/* The arms of a call per regime, from the table: arms[NONE] holds the
+ * algorithms that need no hint, arms[r] those that need regime r's hint
+ * (empty when the hint is missing). */
+static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
+                     const struct sampi_select_hints *h, uint32_t arms[SAMPI_REGIME__COUNT])
+{
+    const int hinted[SAMPI_REGIME__COUNT] = {
+        [SAMPI_REGIME_NONE] = 1,
+        [SAMPI_REGIME_STRAGGLER] = h->straggler >= 0,
+        [SAMPI_REGIME_DEGRADED] = h->degraded >= 0,
+    };
+    for (int r = 0; r < SAMPI_REGIME__COUNT; r++)
+        arms[r] = 0;
+    for (int id = 0; id < SAMPI_ALGO__COUNT; id++) {
+        const struct sampi_algo *x = &sampi_algos[id];
+        enum sampi_regime r = regime_needed(x->caps);
+        if (!(x->caps & SAMPI_CAP_AUTO) || !hinted[r] ||
+            sampi_select_hopeless((enum sampi_algo_id)id, bytes, n) || (x->suited && !x->suited(a)))
+            continue;
+        arms[r] |= arm((enum sampi_algo_id)id);
+    }
+}
+
 enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
                                      struct sampi_auto_call *call)
 {
@@ -173,18 +209,12 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
     /* A regime is a different table only where it brings an arm: a
      * straggler on 3 ranks (where StragglAR cannot win) or a call optcc
      * cannot run keeps the calls in the regime without one. */
-    int degraded = h.degraded >= 0 && sampi_optcc_suited(a);
-    int straggler = h.straggler >= 0 && c->size >= 4 && sampi_stragglar_suited(a);
-    enum sampi_regime regime = degraded    ? SAMPI_REGIME_DEGRADED
-                               : straggler ? SAMPI_REGIME_STRAGGLER
-                                           : SAMPI_REGIME_NONE;
-    uint32_t allowed = arm(SAMPI_ALGO_NATIVE) | arm(SAMPI_ALGO_RHD);
-    if (bytes / (size_t)c->size >= RING_MIN_BLOCK)
-        allowed |= arm(SAMPI_ALGO_RING);
-    if (regime == SAMPI_REGIME_STRAGGLER)
-        allowed |= arm(SAMPI_ALGO_STRAGGLAR);
-    if (regime == SAMPI_REGIME_DEGRADED)
-        allowed |= arm(SAMPI_ALGO_OPTCC);
+    uint32_t arms[SAMPI_REGIME__COUNT];
+    arms_for(a, bytes, c->size, &h, arms);
+    enum sampi_regime regime = arms[SAMPI_REGIME_DEGRADED]    ? SAMPI_REGIME_DEGRADED
+                               : arms[SAMPI_REGIME_STRAGGLER] ? SAMPI_REGIME_STRAGGLER
+                                                              : SAMPI_REGIME_NONE;
+    uint32_t allowed = arms[SAMPI_REGIME_NONE] | (regime ? arms[regime] : 0);
     enum sampi_algo_id prior = sampi_select_auto_hinted(bytes, c->size, &h);
     if (!(allowed & arm(prior)))
         prior = SAMPI_ALGO_NATIVE;

@@ -61,6 +61,40 @@ enum sampi_algo_id sampi_select_auto_hinted(size_t bytes, int n, const struct sa
     return sampi_select_auto(bytes, n);
 }
 
+/* The model's side of "the model prunes, measurements decide": arms it rules
+ * out for a call before any measurement.  A ring whose messages carry less
+ * than RING_MIN_BLOCK bytes pays 2(p-1) latency-bound rounds where rhd pays
+ * 2 log2 p, on any machine; StragglAR cannot beat a ring on 3 ranks.  An
+ * algorithm without a row here is never pruned: it is measured. */
+#define RING_MIN_BLOCK 4096
+
+static int ring_hopeless(size_t bytes, int n)
+{
+    return bytes / (size_t)n < RING_MIN_BLOCK;
+}
+
+static int stragglar_hopeless(size_t bytes, int n)
+{
+    (void)bytes;
+    return n < 4;
+}
+
+static const struct {
+    enum sampi_algo_id algo;
+    int (*hopeless)(size_t bytes, int n);
+} prunes[] = {
+    {SAMPI_ALGO_RING, ring_hopeless},
+    {SAMPI_ALGO_STRAGGLAR, stragglar_hopeless},
+};
+
+int sampi_select_hopeless(enum sampi_algo_id algo, size_t bytes, int n)
+{
+    for (size_t i = 0; i < sizeof(prunes) / sizeof(prunes[0]); i++)
+        if (prunes[i].algo == algo)
+            return prunes[i].hopeless(bytes, n);
+    return 0;
+}
+
 enum sampi_algo_id sampi_select(int setting, size_t bytes, int comm_size,
                                 const struct sampi_select_hints *h)
 {

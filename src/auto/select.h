@@ -61,6 +61,10 @@ extern const int sampi_hint_rule_count;
 enum sampi_algo_id sampi_select_auto_hinted(size_t bytes, int n,
                                             const struct sampi_select_hints *h);
 
+/* Non-zero when the model rules `algo` out for a call of `bytes` on n ranks
+ * (auto then never measures it there); 0 for an algorithm it has no model of. */
+int sampi_select_hopeless(enum sampi_algo_id algo, size_t bytes, int n);
+
 /* The algorithm for a call, given the setting in force (an algorithm id, or
  * SAMPI_ALGO_AUTO) and the hints (NULL: none).  Never returns
  * SAMPI_ALGO_AUTO. */
