@@ -23,6 +23,7 @@
 #include "comm.h"
 #include "sampi.h"
 #include "sampi_internal.h"
+#include "wrap.h"
 
 #include <string.h>
 #include <strings.h>

@@ -8,6 +8,7 @@
 #include "sampi_internal.h"
 #include "selective_client.h"
 #include "module.h"
+#include "wrap.h"
 
 int MPI_Init(int *argc, char ***argv)
 {

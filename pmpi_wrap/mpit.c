@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "mpit_registry.h"
 #include "sampi_internal.h"
+#include "wrap.h"
 
 #include <errno.h>
 

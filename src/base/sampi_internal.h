@@ -36,14 +36,4 @@ static inline int sampi_error_handled(int mpi_class)
     return -(SAMPI_EHANDLED + mpi_class);
 }
 
-/* One-time start-up and shutdown of the library (runtime.c).  Init is
- * idempotent and cheap after the first call; it does not need MPI. */
-void sampi_runtime_init(void);
-/* True once MPI is initialised (and not finalised) and SAMPI's MPI-side state
- * is set up; sets it up on first use.  SAMPI stays out of the way otherwise. */
-int sampi_runtime_mpi_ready(void);
-/* Releases every communicator's data path; called from MPI_Finalize before
- * PMPI_Finalize. */
-void sampi_runtime_fini(void);
-
 #endif

@@ -2,11 +2,9 @@
  * comm.c - per-communicator state as a cached attribute.
  */
 #include "comm.h"
-#include "auto.h"
 #include "revoke.h"
 #include "wait.h"
 #include "sampi_internal.h"
-#include "tracker.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +15,9 @@
 static int keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sampi_comm *all_states;
+/* sampi_comm_init's modules with a part in every state */
+static const struct sampi_comm_owner *owners;
+static size_t n_owners;
 
 static void state_free(struct sampi_comm *c)
 {
@@ -53,8 +54,9 @@ static void state_free(struct sampi_comm *c)
     }
     sampi_argcheck_release(&c->check);
     free(c->scratch);
-    sampi_tracker_free(c->tracker);
-    sampi_auto_release(c);
+    for (size_t i = 0; i < n_owners; i++)
+        if (owners[i].release)
+            owners[i].release(c);
     sampi_stats_release(&c->stats);
     free(c);
 }
@@ -68,10 +70,12 @@ static int delete_state(MPI_Comm comm, int kv, void *value, void *extra)
 /* A duplicated communicator starts without SAMPI state: its data path is its
  * own, and per-communicator choices are not inherited (as MPI_Comm_dup does
  * not inherit MPI_T bindings). */
-int sampi_comm_init(void)
+int sampi_comm_init(const struct sampi_comm_owner *o, size_t n)
 {
     if (keyval != MPI_KEYVAL_INVALID)
         return 0;
+    owners = o;
+    n_owners = n;
     int rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, NULL);
     return rc == MPI_SUCCESS ? 0 : -ENOMEM;
 }
@@ -120,8 +124,11 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
 
 uint32_t sampi_comm_pattern_hash(const struct sampi_comm *c)
 {
-    uint64_t tuned = sampi_auto_tuning_hash(); /* a kept table seeds decisions */
-    uint32_t h = sampi_config_pattern_hash() ^ (uint32_t)tuned ^ (uint32_t)(tuned >> 32);
+    uint32_t h = sampi_config_pattern_hash();
+    for (size_t i = 0; i < n_owners; i++) {
+        uint64_t own = owners[i].pattern_hash ? owners[i].pattern_hash() : 0;
+        h ^= (uint32_t)own ^ (uint32_t)(own >> 32);
+    }
     h = h * 31u + (uint32_t)(c->forced_algo + 1);
     return h * 31u + (uint32_t)(c->forced_netdev + 1);
 }

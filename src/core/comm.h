@@ -148,9 +148,23 @@ static inline int *sampi_comm_override(struct sampi_comm *c, int id)
     return NULL;
 }
 
+/* A module above this one that keeps a part of its own in struct sampi_comm
+ * (the tracker, auto): this file calls it through its row, never by name,
+ * as Open MPI's frameworks call their components. */
+struct sampi_comm_owner {
+    /* Free the module's part of c, when c's state is freed (after the data
+     * path closed, before the statistics go); NULL: nothing to free. */
+    void (*release)(struct sampi_comm *c);
+    /* What the module brings that every rank must have alike (it joins
+     * sampi_comm_pattern_hash), fixed once MPI is up; NULL: nothing. */
+    uint64_t (*pattern_hash)(void);
+};
+
 /* MPI_Finalize: free every state (closes the data paths). */
 void sampi_comm_free_all(void);
-/* Set up the attribute keyval; needs MPI initialised. */
-int sampi_comm_init(void);
+/* Set up the attribute keyval; needs MPI initialised.  `owners` (n rows,
+ * kept: static storage) are the modules above with a part in every state,
+ * released in this order. */
+int sampi_comm_init(const struct sampi_comm_owner *owners, size_t n);
 
 #endif

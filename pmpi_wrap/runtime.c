@@ -1,6 +1,10 @@
 /*
  * runtime.c - start-up and shutdown.
  *
+ * The top of the library, below the entry points only: it starts and stops
+ * every part (the registry, revocation, the communicator states, auto's
+ * tuning file), so it names them all, and only the entry points call it.
+ *
  * The registry is ready before MPI_Init (MPI_T tools start first), so it is
  * loaded once on first use from any entry point.  The MPI-dependent part (the
  * attribute keyval, the rank for log lines) is set up once MPI is initialised:
@@ -16,15 +20,29 @@
 #include "comm.h"
 #include "revoke.h"
 #include "sampi_internal.h"
+#include "tracker.h"
+#include "wrap.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int mpi_ready;
+
+static void release_tracker(struct sampi_comm *c)
+{
+    sampi_tracker_free(c->tracker);
+}
+
+/* The modules with a part in every communicator's state, released in this
+ * order; auto's kept tuning table seeds its decisions, so the ranks must
+ * have loaded the same one. */
+static const struct sampi_comm_owner comm_owners[] = {
+    {.release = release_tracker},
+    {.release = sampi_auto_release, .pattern_hash = sampi_auto_tuning_hash},
+};
 
 static void load_config(void)
 {
@@ -54,7 +72,7 @@ int sampi_runtime_mpi_ready(void)
         sampi_log_set_rank(rank);
         sampi_revoked_code(); /* registered now, while every thread is quiet */
         sampi_auto_tuning_load();
-        if (sampi_comm_init() == 0) {
+        if (sampi_comm_init(comm_owners, sizeof(comm_owners) / sizeof(comm_owners[0])) == 0) {
             atomic_store_explicit(&mpi_ready, 1, memory_order_release);
             if (rank == 0) {
                 char algo[64], nd[64];
@@ -96,45 +114,4 @@ void sampi_runtime_fini(void)
     sampi_comm_free_all();
     sampi_auto_tuning_save();
     atomic_store(&mpi_ready, 0);
-}
-
-int sampi_errno_is_mismatch(int neg_errno)
-{
-    switch (-neg_errno) {
-    case SAMPI_EMISMATCH_COUNT:
-    case SAMPI_EMISMATCH_TYPE:
-    case SAMPI_EMISMATCH_OP:
-    case SAMPI_EMISMATCH_PATTERN:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-int sampi_errno_to_mpi(int neg_errno)
-{
-    if (neg_errno <= -SAMPI_EHANDLED)
-        return -neg_errno - SAMPI_EHANDLED;
-    if (neg_errno == -SAMPI_EREVOKED)
-        return sampi_revoked_code(); /* class MPI_ERR_OTHER, with its own string */
-    static const struct {
-        int err;
-        int mpi_class;
-    } map[] = {
-        {ENOMEM, MPI_ERR_NO_MEM},
-        {EINVAL, MPI_ERR_ARG},
-        {ENOTSUP, MPI_ERR_ARG},
-        {ETIMEDOUT, MPI_ERR_OTHER},
-        {EMSGSIZE, MPI_ERR_COUNT},
-        {EIO, MPI_ERR_OTHER},
-        {EFAULT, MPI_ERR_BUFFER},
-        {SAMPI_EMISMATCH_COUNT, MPI_ERR_COUNT},
-        {SAMPI_EMISMATCH_TYPE, MPI_ERR_TYPE},
-        {SAMPI_EMISMATCH_OP, MPI_ERR_OP},
-        {SAMPI_EMISMATCH_PATTERN, MPI_ERR_OTHER},
-    };
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-        if (map[i].err == -neg_errno)
-            return map[i].mpi_class;
-    return MPI_ERR_INTERN;
 }
