@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-
 /* A communicator's auto state: the selector, and what the performance
  * variables read from any thread (published after each decision). */
 struct sampi_auto_state {
