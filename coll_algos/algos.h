@@ -57,6 +57,9 @@ struct sampi_coll_host {
  * ranks except `state`, `stats` and the host's owner. */
 struct sampi_coll_ctx {
     int rank, size;
+    /* SAMPI's private duplicate of the communicator: an algorithm's own
+     * agreements go there, nonblocking, waited for through host->waiter */
+    MPI_Comm ctl;
     struct sampi_netdev *nd; /* the open data path, NULL before it is opened */
     uint64_t *seq;           /* the communicator's count of data-path calls (tags) */
     int straggler;           /* the straggler predicted for this call, -1: none */

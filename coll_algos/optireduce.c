@@ -32,7 +32,7 @@
  *   s[2,4) = x0+x1+x2 on [2,4).  Stage 2: rank 1 sends s[2,4) to 0 and 2.
  *   If rank 2's copy of s[2,4) is lost, rank 2 holds zeros there (none) or
  *   every rank does (union_zero), or rank 2 asks rank 1 for exactly that
- *   packet again over PMPI (refetch).
+ *   packet again over MPI (refetch).
  */
 #include "optireduce.h"
 #include "algos.h"
@@ -46,6 +46,7 @@
 #include "optireduce_timeout.h"
 #include "sampi_internal.h"
 #include "stats.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -74,10 +75,12 @@ struct tclass {
 };
 
 struct sampi_optireduce_state {
-    MPI_Comm comm;
     int rank, size;
     struct sampi_dgram *dg;
     int failed; /* set-up failed on some rank: calls go to PMPI_Allreduce */
+    /* a wait of the set-up failed (a negative errno): the ranks may not
+     * agree on anything, so the call fails and the caller revokes */
+    int broken;
     uint32_t job_key, comm_id, seq;
     int incast;
     int want;               /* incast this rank asked for after the previous call (advertised) */
@@ -132,12 +135,39 @@ static void cset(struct sampi_optireduce_state *st, enum sampi_opti_counter k, u
     atomic_store_explicit(&st->counters[k], v, memory_order_relaxed);
 }
 
+/* The state of a rank that could not allocate its own and whose wait for
+ * the others then failed: the call must still fail, not fall back to
+ * PMPI_Allreduce (see state_create); shared, never written. */
+static struct sampi_optireduce_state unreached = {.broken = -ETIMEDOUT};
+
+/* Every exchange optireduce makes on its own behalf goes over SAMPI's
+ * private communicator, nonblocking, waited for through the communicator's
+ * waiter: a silent rank ends it at sampi_timeout_ms, a revocation at once,
+ * and the error goes up to the caller, which revokes.  The waiter works on
+ * private copies, so nothing here is written after a failed wait. */
+static int agree(const struct sampi_coll_ctx *x, void *buf, int count, MPI_Datatype dt, MPI_Op op)
+{
+    struct sampi_waiter w;
+    x->host->waiter(x->owner, &w, "optireduce's agreement");
+    return sampi_waiter_allreduce(&w, buf, buf, count, dt, op, x->ctl);
+}
+
+/* sync=barrier: every receiver is armed before anyone sends. */
+static int barrier(const struct sampi_coll_ctx *x)
+{
+    struct sampi_waiter w;
+    x->host->waiter(x->owner, &w, "optireduce's barrier");
+    return sampi_waiter_barrier(&w, x->ctl);
+}
+
 /* The destroy hook: the caller runs it while MPI still works (communicator
  * freed, or MPI_Finalize before PMPI_Finalize), so the datagram path closes
  * cleanly. */
 static void state_destroy(void *state)
 {
     struct sampi_optireduce_state *st = state;
+    if (st == &unreached)
+        return;
     if (st->dg)
         st->dg->ops->close(st->dg);
     free(st->tx);
@@ -193,16 +223,34 @@ static uint32_t settings_hash(void)
 }
 
 /* Open the transport named by sampi_optireduce_netdev; collective, the same
- * answer on every rank (netdev/dgram.c agrees on loading its module first). */
-static int open_dgram(MPI_Comm comm, struct sampi_dgram **out)
+ * answer on every rank (netdev/dgram.c agrees on loading its module first)
+ * unless a wait failed (then st->broken). */
+static int open_dgram(struct sampi_optireduce_state *st, const struct sampi_coll_ctx *x)
 {
     char name[SAMPI_CVAR_STRING_MAX];
+    struct sampi_waiter w;
     sampi_cvar_text(SAMPI_CVAR_OPTIREDUCE_NETDEV, name, sizeof(name));
-    return sampi_dgram_open(comm, name, out);
+    x->host->waiter(x->owner, &w, "opening optireduce's datagram path");
+    int rc = sampi_dgram_open(x->ctl, &w, name, &st->dg);
+    if (rc && rc != -ENOENT && rc != -ENODEV)
+        st->broken = rc;
+    else if (rc && st->rank == 0)
+        sampi_log_warn("optireduce: no datagram transport opened on every rank");
+    return rc;
+}
+
+/* One agreement of the set-up; a failed wait marks the state broken. */
+static int setup_agree(struct sampi_optireduce_state *st, const struct sampi_coll_ctx *x, void *buf,
+                       int count, MPI_Datatype dt, MPI_Op op)
+{
+    int rc = agree(x, buf, count, dt, op);
+    if (rc)
+        st->broken = rc;
+    return rc;
 }
 
 /* Job key, communicator id and transport: collective at the first call. */
-static int setup(struct sampi_optireduce_state *st)
+static int setup(struct sampi_optireduce_state *st, const struct sampi_coll_ctx *x)
 {
     char err[256], text[SAMPI_CVAR_STRING_MAX];
     int rc = 0;
@@ -210,8 +258,8 @@ static int setup(struct sampi_optireduce_state *st)
     uint32_t hash = settings_hash();
     h[0] = (long)hash;
     h[1] = -(long)hash;
-    if (PMPI_Allreduce(MPI_IN_PLACE, h, 2, MPI_LONG, MPI_MAX, st->comm) != MPI_SUCCESS)
-        return -EIO;
+    if ((rc = setup_agree(st, x, h, 2, MPI_LONG, MPI_MAX)))
+        return rc;
     if (h[0] != -h[1]) {
         if (st->rank == 0)
             sampi_log_warn("optireduce: ranks have different sampi_optireduce_* settings");
@@ -223,20 +271,21 @@ static int setup(struct sampi_optireduce_state *st)
         clock_gettime(CLOCK_REALTIME, &ts);
         key = (unsigned)(ts.tv_nsec ^ ts.tv_sec * 2654435761u ^ (unsigned)getpid() << 16) | 1u;
     }
-    unsigned ids[2] = {key, 0};
+    /* rank 0's key (the others offer 0: a set key is the same everywhere,
+     * the settings hash says so) and the largest communicator count, in
+     * one exchange */
+    unsigned ids[2] = {st->rank == 0 ? key : 0, 0};
     pthread_mutex_lock(&lock);
     ids[1] = ++comm_counter;
     pthread_mutex_unlock(&lock);
-    unsigned agreed[2];
-    if (PMPI_Bcast(&ids[0], 1, MPI_UNSIGNED, 0, st->comm) != MPI_SUCCESS ||
-        PMPI_Allreduce(ids, agreed, 2, MPI_UNSIGNED, MPI_MAX, st->comm) != MPI_SUCCESS)
-        return -EIO;
+    if ((rc = setup_agree(st, x, ids, 2, MPI_UNSIGNED, MPI_MAX)))
+        return rc;
     pthread_mutex_lock(&lock);
-    if (comm_counter < agreed[1])
-        comm_counter = agreed[1];
+    if (comm_counter < ids[1])
+        comm_counter = ids[1];
     pthread_mutex_unlock(&lock);
     st->job_key = ids[0];
-    st->comm_id = agreed[1];
+    st->comm_id = ids[1];
     st->cons = name_index(consistency_names,
                           sampi_cvar_text(SAMPI_CVAR_OPTIREDUCE_CONSISTENCY, text, sizeof(text)),
                           CONS_NONE, "sampi_optireduce_consistency");
@@ -253,17 +302,13 @@ static int setup(struct sampi_optireduce_state *st)
     st->dests = calloc((size_t)n, sizeof(*st->dests));
     int ok = st->flow && st->seen_base && st->rcv_from && st->tail_seen && st->peer_est &&
              st->peer_lost && st->dests;
-    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, st->comm) != MPI_SUCCESS)
-        return -EIO;
+    if ((rc = setup_agree(st, x, &ok, 1, MPI_INT, MPI_MIN)))
+        return rc;
     if (!ok)
         return -ENOMEM;
 
-    rc = open_dgram(st->comm, &st->dg);
-    if (rc) {
-        if (st->rank == 0)
-            sampi_log_warn("optireduce: no datagram transport opened on every rank");
+    if ((rc = open_dgram(st, x)))
         return rc;
-    }
     struct sampi_fault_cfg fc;
     rc = sampi_fault_parse(sampi_cvar_text(SAMPI_CVAR_OPTIREDUCE_FAULT, text, sizeof(text)), &fc,
                            err, sizeof(err));
@@ -287,8 +332,8 @@ static int setup(struct sampi_optireduce_state *st)
     st->tx = malloc(st->dg->mtu);
     st->rx = aligned_alloc(64, (st->dg->mtu + 63) & ~(size_t)63);
     ok = st->per_pkt > 0 && st->tx && st->rx;
-    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, st->comm) != MPI_SUCCESS)
-        return -EIO;
+    if ((rc = setup_agree(st, x, &ok, 1, MPI_INT, MPI_MIN)))
+        return rc;
     if (!ok)
         return -ENOMEM;
     int I = (int)sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_INCAST);
@@ -302,21 +347,28 @@ static int setup(struct sampi_optireduce_state *st)
 
 /* The create hook, at the first optireduce call on a communicator (every
  * rank makes it).  A set-up that failed is kept, marked failed: the calls
- * then go to PMPI_Allreduce without trying again. */
+ * then go to PMPI_Allreduce without trying again.  One whose wait failed is
+ * kept marked broken: the call fails (and the caller revokes), since the
+ * ranks may not have agreed on anything. */
 static int state_create(const struct sampi_coll_args *a, void **out)
 {
     struct sampi_optireduce_state *st = calloc(1, sizeof(*st));
     int ok = st != NULL;
     /* every rank must know whether every other one has state to set up */
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, a->comm);
+    int rc = agree(a->ctx, &ok, 1, MPI_INT, MPI_MIN);
+    if (rc) {
+        if (st)
+            st->broken = rc;
+        *out = st ? st : &unreached;
+        return 0;
+    }
     if (!ok) {
         free(st);
         return -ENOMEM;
     }
-    st->comm = a->comm;
     st->rank = a->ctx->rank;
     st->size = a->ctx->size;
-    if (setup(st)) {
+    if (setup(st, a->ctx)) {
         st->failed = 1;
         if (st->dg)
             st->dg->ops->close(st->dg);
@@ -566,6 +618,7 @@ sent:;
  * union, the owners included, so that every rank holds the same bits. */
 static int fill_missing(struct sampi_optireduce_state *st, struct call *cl)
 {
+    const struct sampi_coll_ctx *x = cl->a->ctx;
     int n = st->size, me = st->rank, rc = 0;
     size_t total = 0, *base = malloc(((size_t)n + 1) * sizeof(size_t));
     uint8_t *miss = NULL;
@@ -580,9 +633,8 @@ static int fill_missing(struct sampi_optireduce_state *st, struct call *cl)
     int ok = miss != NULL;
     /* union_zero reduces the maps: a rank without one must not leave the
      * others waiting in that reduction */
-    if (st->cons == CONS_UNION_ZERO &&
-        PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, st->comm) != MPI_SUCCESS)
-        ok = 0;
+    if (st->cons == CONS_UNION_ZERO && (rc = agree(x, &ok, 1, MPI_INT, MPI_MIN)))
+        goto fail;
     if (!ok) {
         rc = -ENOMEM;
         goto fail;
@@ -593,11 +645,9 @@ static int fill_missing(struct sampi_optireduce_state *st, struct call *cl)
                 size_t gb = base[s] + (b - st->seen_base[s]);
                 miss[gb / 8] |= (uint8_t)(1u << (gb % 8));
             }
-    if (st->cons == CONS_UNION_ZERO && PMPI_Allreduce(MPI_IN_PLACE, miss, (int)(total / 8 + 1),
-                                                      MPI_BYTE, MPI_BOR, st->comm) != MPI_SUCCESS) {
-        rc = -EIO;
+    if (st->cons == CONS_UNION_ZERO &&
+        (rc = agree(x, miss, (int)(total / 8 + 1), MPI_BYTE, MPI_BOR)))
         goto fail;
-    }
     for (int s = 0; s < n; s++) {
         float *dst = st->w + sampi_ht_shard_off(&cl->L, s);
         size_t len = sampi_ht_shard_len(&cl->L, s);
@@ -614,10 +664,10 @@ fail:
     return rc;
 }
 
-/* refetch: every rank asks each owner, over PMPI (reliable), for exactly
- * the stage-2 packets it missed, and the owners answer
- * (optireduce_repair.c), so all hold the owners' bits; a loss-free call
- * costs one small allreduce. */
+/* refetch: every rank asks each owner, over MPI (reliable) on SAMPI's
+ * private communicator, for exactly the stage-2 packets it missed, and the
+ * owners answer (optireduce_repair.c), so all hold the owners' bits; a
+ * loss-free call costs one small allreduce. */
 static int refetch(struct sampi_optireduce_state *st, struct call *cl)
 {
     int n = st->size;
@@ -627,8 +677,11 @@ static int refetch(struct sampi_optireduce_state *st, struct call *cl)
         len[s] = sampi_ht_shard_len(&cl->L, s);
     }
     uint64_t repaired = 0;
+    const struct sampi_coll_ctx *x = cl->a->ctx;
+    struct sampi_waiter w;
+    x->host->waiter(x->owner, &w, "optireduce's repair");
     /* NULL arrays make every rank return -ENOMEM together */
-    int rc = sampi_opti_repair(st->comm, st->w, off, len, st->per_pkt, st->seen, st->seen_base,
+    int rc = sampi_opti_repair(x->ctl, &w, st->w, off, len, st->per_pkt, st->seen, st->seen_base,
                                &repaired);
     cadd(st, SAMPI_OPTI_C_REPAIRED, 4 * repaired);
     free(off);
@@ -692,8 +745,9 @@ static int plan_timeouts(struct sampi_optireduce_state *st, struct call *cl, siz
         double p95[2];
         for (int g = 0; g < 2; g++)
             p95[g] = sampi_opti_pctl(cl->tc[g]->calib, cl->tc[g]->ncalib, 95);
-        if (PMPI_Allreduce(MPI_IN_PLACE, p95, 2, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
-            return -EIO;
+        int rc = agree(cl->a->ctx, p95, 2, MPI_DOUBLE, MPI_MAX);
+        if (rc)
+            return rc;
         double margin = (double)sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_TB_MARGIN_PCT) / 100.0;
         /* one bound for both stages: the larger, so that rank clocks need not agree */
         double tb = margin * (p95[0] > p95[1] ? p95[0] : p95[1]);
@@ -717,6 +771,8 @@ static int fall_back(const struct sampi_coll_args *a)
 int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
 {
     struct sampi_optireduce_state *st = a->ctx->state;
+    if (st && st->broken)
+        return st->broken;
     if (!st || st->failed)
         return fall_back(a);
     struct call cl = {.a = a};
@@ -728,8 +784,8 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
                          (size_t)sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_HT_BLOCK), 1024);
     int ok = !grow((void **)&st->w, &st->wcap, cl.L.total * sizeof(float)) &&
              !grow((void **)&st->tmp, &st->tmpcap, cl.L.bmax * sizeof(float) + 64);
-    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, st->comm) != MPI_SUCCESS)
-        return -EIO;
+    if ((rc = agree(a->ctx, &ok, 1, MPI_INT, MPI_MIN)))
+        return rc;
     if (!ok)
         return fall_back(a);
     rc = plan_timeouts(st, &cl, a->count * 4);
@@ -743,10 +799,11 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
 
     int err = 0;
     for (int g = 0; g < 2; g++) {
-        /* sync=barrier: every receiver is armed before anyone sends */
         int64_t t_arm = sampi_now_ns();
-        if (arm(st, &cl, g) || PMPI_Barrier(st->comm) != MPI_SUCCESS)
+        if (arm(st, &cl, g))
             return -EIO;
+        if ((rc = barrier(a->ctx)))
+            return rc;
         t_sync[g] = sampi_now_ns() - t_arm;
         int r = run_stage(st, &cl, g);
         err = err ? err : r;
@@ -765,9 +822,8 @@ int sampi_allreduce_optireduce(const struct sampi_coll_args *a)
     /* the excess-loss guard: the worst rank decides, so all take one branch */
     double drop = (double)sampi_optireduce_counter(st, SAMPI_OPTI_C_DROP_PPM);
     double limit = (double)sampi_cvar_int(SAMPI_CVAR_OPTIREDUCE_MAX_DROP_PPM);
-    if (st->excess != EXCESS_WARN &&
-        PMPI_Allreduce(MPI_IN_PLACE, &drop, 1, MPI_DOUBLE, MPI_MAX, st->comm) != MPI_SUCCESS)
-        return -EIO;
+    if (st->excess != EXCESS_WARN && (rc = agree(a->ctx, &drop, 1, MPI_DOUBLE, MPI_MAX)))
+        return rc;
     if (drop > limit) {
         cadd(st, SAMPI_OPTI_C_EXCESS, 1);
         if (st->excess == EXCESS_WARN) {

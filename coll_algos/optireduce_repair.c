@@ -1,6 +1,6 @@
 /*
  * optireduce_repair.c - exact repair of optireduce's stage-2 losses (spec
- * ../shared/specs/optireduce.md section 6.3, mode `repair`, over PMPI).
+ * ../shared/specs/optireduce.md section 6.3, mode `repair`, over MPI).
  *
  * What:     After stage 2 every rank knows which packets of each owner's
  *           shard it missed.  It sends each owner the list of its missing
@@ -10,15 +10,17 @@
  *           the owners' bits everywhere, so the ranks agree exactly, and
  *           only what was lost has moved.  optireduce's consistency mode
  *           `refetch` runs it after every call.
- * Steps:    1. PMPI_Allreduce (MAX) of {rounds needed, error, most runs and
+ * Steps:    (nonblocking collectives on SAMPI's private communicator, each
+ *           waited for through the caller's waiter)
+ *           1. allreduce (MAX) of {rounds needed, error, most runs and
  *              most floats asked of one owner in one round}: every rank takes
  *              the same branch, and a loss-free call ends here.
  *           per round (one unless a rank misses > INT_MAX / (2 (p-1)) floats):
- *           2. PMPI_Alltoall of {request ints, floats expected, error} per
+ *           2. alltoall of {request ints, floats expected, error} per
  *              pair (the error of sizing the owner's buffers after step 1
  *              travels here, so all ranks still agree before data moves);
- *           3. PMPI_Alltoallv of the requests to the owners;
- *           4. PMPI_Alltoallv of a status float plus the data back.
+ *           3. alltoallv of the requests to the owners;
+ *           4. alltoallv of a status float plus the data back.
  * Cost:     loss-free: one allreduce of 4 words, about 2 log2(p) alpha.
  *           With m_i floats and r_i runs missed by rank i (r_i <= m_i):
  *           allreduce + alltoall + 2 alltoallv, about 2 log2(p) alpha +
@@ -42,6 +44,7 @@
  *   (status 0, then the 3 floats), rank 2 sends 1 + 2 floats to rank 0.
  */
 #include "optireduce_repair.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -289,12 +292,14 @@ static int unpack(int n, const struct sampi_opti_repair_map *m, float *w, const 
     return rc;
 }
 
-int sampi_opti_repair_budget(MPI_Comm comm, float *w, const size_t *shard_off,
-                             const size_t *shard_len, uint32_t per_pkt, const uint8_t *seen,
-                             const size_t *seen_base, size_t round_floats,
+int sampi_opti_repair_budget(MPI_Comm comm, struct sampi_waiter *wt, float *w,
+                             const size_t *shard_off, const size_t *shard_len, uint32_t per_pkt,
+                             const uint8_t *seen, const size_t *seen_base, size_t round_floats,
                              uint64_t *floats_repaired)
 {
     int n = 0, me = 0, rc = 0, err = 0;
+    int pending = 0; /* a wait failed: its request still owns the buffers */
+    MPI_Request req;
     struct bufs b = {0};
     uint64_t dummy;
     floats_repaired = floats_repaired ? floats_repaired : &dummy;
@@ -334,11 +339,9 @@ int sampi_opti_repair_budget(MPI_Comm comm, float *w, const size_t *shard_off,
     }
 
     /* 1: one agreed branch; a loss-free call ends here */
-    uint64_t v[4] = {err ? 0 : p.rounds, (uint64_t)-err, p.owner_runs, p.owner_floats};
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS) {
-        rc = -EIO;
+    uint64_t mine[4] = {err ? 0 : p.rounds, (uint64_t)-err, p.owner_runs, p.owner_floats}, v[4];
+    if ((rc = sampi_waiter_allreduce(wt, mine, v, 4, MPI_UINT64_T, MPI_MAX, comm)))
         goto fail;
-    }
     if (v[1]) {
         rc = -(int)v[1];
         goto fail;
@@ -365,8 +368,12 @@ int sampi_opti_repair_budget(MPI_Comm comm, float *w, const size_t *shard_off,
             b.cnt[3 * s + 2] = flag;
         }
         /* 2: sizes, and every rank's flag reaches every rank */
-        if (PMPI_Alltoall(b.cnt, 3, MPI_INT, b.rcnt, 3, MPI_INT, comm) != MPI_SUCCESS) {
+        if (PMPI_Ialltoall(b.cnt, 3, MPI_INT, b.rcnt, 3, MPI_INT, comm, &req) != MPI_SUCCESS) {
             rc = -EIO;
+            goto fail;
+        }
+        if ((rc = sampi_waiter_one(wt, &req))) {
+            pending = 1;
             goto fail;
         }
         for (int i = 0; i < n; i++)
@@ -390,9 +397,15 @@ int sampi_opti_repair_budget(MPI_Comm comm, float *w, const size_t *shard_off,
         displ(n, b.sc, b.sd);
         displ(n, b.rc, b.rd);
         /* 3: the requests to their owners */
-        if (PMPI_Alltoallv(b.mine, b.sc, b.sd, MPI_UINT32_T, b.req, b.rc, b.rd, MPI_UINT32_T,
-                           comm) != MPI_SUCCESS) {
+        if (PMPI_Ialltoallv(b.mine, b.sc, b.sd, MPI_UINT32_T, b.req, b.rc, b.rd, MPI_UINT32_T, comm,
+                            &req) != MPI_SUCCESS) {
             rc = -EIO;
+            goto fail;
+        }
+        int wrc = sampi_waiter_one(wt, &req);
+        if (wrc) {
+            rc = wrc;
+            pending = 1;
             goto fail;
         }
         answer(n, me, w + shard_off[me], shard_len[me], per_pkt, &b);
@@ -400,23 +413,29 @@ int sampi_opti_repair_budget(MPI_Comm comm, float *w, const size_t *shard_off,
             b.rc[s] = b.nruns[s] ? 1 + (int)b.nfloats[s] : 0;
         displ(n, b.rc, b.rd);
         /* 4: the data back */
-        if (PMPI_Alltoallv(b.outd, b.sc, b.sd, MPI_FLOAT, b.in, b.rc, b.rd, MPI_FLOAT, comm) !=
-            MPI_SUCCESS) {
+        if (PMPI_Ialltoallv(b.outd, b.sc, b.sd, MPI_FLOAT, b.in, b.rc, b.rd, MPI_FLOAT, comm,
+                            &req) != MPI_SUCCESS) {
             rc = -EIO;
+            goto fail;
+        }
+        if ((wrc = sampi_waiter_one(wt, &req))) {
+            rc = wrc;
+            pending = 1;
             goto fail;
         }
         int u = unpack(n, &m, w, shard_off, &b, floats_repaired);
         rc = rc ? rc : u;
     }
 fail:
-    free_bufs(&b);
+    if (!pending)
+        free_bufs(&b);
     return rc;
 }
 
-int sampi_opti_repair(MPI_Comm comm, float *w, const size_t *shard_off, const size_t *shard_len,
-                      uint32_t per_pkt, const uint8_t *seen, const size_t *seen_base,
-                      uint64_t *floats_repaired)
+int sampi_opti_repair(MPI_Comm comm, struct sampi_waiter *wt, float *w, const size_t *shard_off,
+                      const size_t *shard_len, uint32_t per_pkt, const uint8_t *seen,
+                      const size_t *seen_base, uint64_t *floats_repaired)
 {
-    return sampi_opti_repair_budget(comm, w, shard_off, shard_len, per_pkt, seen, seen_base, 0,
+    return sampi_opti_repair_budget(comm, wt, w, shard_off, shard_len, per_pkt, seen, seen_base, 0,
                                     floats_repaired);
 }

@@ -1,7 +1,7 @@
 /*
  * optireduce_repair.h - exact repair of optireduce's stage-2 losses: every
  * rank asks each owner for just the packets of its shard it did not get, over
- * PMPI (reliable), and the owner sends those floats back.  The pure part
+ * MPI (reliable), and the owner sends those floats back.  The pure part
  * (request building and validation) has no MPI and no I/O; Check tests it.
  *
  * Vocabulary: owner s holds the reduced shard s of shard_len[s] floats;
@@ -94,31 +94,36 @@ int sampi_opti_repair_plan(const struct sampi_opti_repair_map *m, size_t budget,
 int sampi_opti_repair_serve(const struct sampi_opti_run *runs, size_t nruns, size_t len,
                             uint32_t per_pkt, struct sampi_opti_span *spans, size_t *nfloats);
 
+struct sampi_waiter;
+
 /*
  * The collective (every rank of comm calls it with the same shard_off,
- * shard_len and per_pkt): afterwards every rank holds the owners' exact bits
- * in every packet it had missed, so all hold identical shards.  w is the
- * working vector, shard s at w + shard_off[s]; the own shard w + shard_off[me]
- * is the reference sent to the others.  *floats_repaired gets the floats this
- * rank received.  Returns 0 or a negative errno: -ENOMEM (also when
- * shard_off or shard_len is NULL, so a caller whose allocation of them failed
- * still calls in and its peers learn it), -EINVAL, -E2BIG (agreed by all
- * ranks before any data moves), -EIO (a PMPI call failed),
- * -EINVAL after the data exchange when an owner refused a request (then only
- * the ranks concerned return it, and the refused packets are left as they
- * were).  Counts above INT_MAX are split: a round moves at most
- * INT_MAX / (2 (n - 1)) floats per requester, and the rounds repeat until all
- * is repaired (one round for any realistic vector).
+ * shard_len and per_pkt), every exchange nonblocking and waited for through
+ * wt (wait.h; NULL: without limit, like blocking calls): afterwards every
+ * rank holds the owners' exact bits in every packet it had missed, so all
+ * hold identical shards.  w is the working vector, shard s at
+ * w + shard_off[s]; the own shard w + shard_off[me] is the reference sent to
+ * the others.  *floats_repaired gets the floats this rank received.
+ * Returns 0 or a negative errno: -ENOMEM (also when shard_off or shard_len
+ * is NULL, so a caller whose allocation of them failed still calls in and
+ * its peers learn it), -EINVAL, -E2BIG (agreed by all ranks before any data
+ * moves), -EIO (an MPI call failed), the wait's negative errno (the buffers
+ * of the exchange still pending are let go; the caller revokes the
+ * communicator), -EINVAL after the data exchange when an owner refused a
+ * request (then only the ranks concerned return it, and the refused packets
+ * are left as they were).  Counts above INT_MAX are split: a round moves at
+ * most INT_MAX / (2 (n - 1)) floats per requester, and the rounds repeat
+ * until all is repaired (one round for any realistic vector).
  */
-int sampi_opti_repair(MPI_Comm comm, float *w, const size_t *shard_off, const size_t *shard_len,
-                      uint32_t per_pkt, const uint8_t *seen, const size_t *seen_base,
-                      uint64_t *floats_repaired);
+int sampi_opti_repair(MPI_Comm comm, struct sampi_waiter *wt, float *w, const size_t *shard_off,
+                      const size_t *shard_len, uint32_t per_pkt, const uint8_t *seen,
+                      const size_t *seen_base, uint64_t *floats_repaired);
 
 /* The same with a smaller per-round budget (floats per requester; 0 = the
  * default, and never more than it): the tests use it to exercise rounds. */
-int sampi_opti_repair_budget(MPI_Comm comm, float *w, const size_t *shard_off,
-                             const size_t *shard_len, uint32_t per_pkt, const uint8_t *seen,
-                             const size_t *seen_base, size_t round_floats,
+int sampi_opti_repair_budget(MPI_Comm comm, struct sampi_waiter *wt, float *w,
+                             const size_t *shard_off, const size_t *shard_len, uint32_t per_pkt,
+                             const uint8_t *seen, const size_t *seen_base, size_t round_floats,
                              uint64_t *floats_repaired);
 
 #endif

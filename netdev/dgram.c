@@ -12,6 +12,7 @@
 #include "dgram.h"
 #include "module.h"
 #include "sampi_internal.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -67,7 +68,8 @@ const struct sampi_dgram_ops *sampi_dgram_load(const char *name, char *err, size
 /* Load `name` on every rank and agree, before anyone calls its (collective)
  * open: the ops on every rank, or NULL on every rank after the lowest rank
  * that could not load it said why (once per process). */
-static int load_agreed(MPI_Comm comm, const char *name, const struct sampi_dgram_ops **out)
+static int load_agreed(MPI_Comm comm, struct sampi_waiter *w, const char *name,
+                       const struct sampi_dgram_ops **out)
 {
     static atomic_uint reported; /* one bit per table row */
     char why[1024] = "";
@@ -76,8 +78,9 @@ static int load_agreed(MPI_Comm comm, const char *name, const struct sampi_dgram
     const struct sampi_dgram_ops *ops = sampi_dgram_load(name, why, sizeof(why));
     int mine = ops ? INT_MAX : rank, lowest = INT_MAX;
     *out = NULL;
-    if (PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
-        return -EIO;
+    int rc = sampi_waiter_allreduce(w, &mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+    if (rc)
+        return rc;
     if (lowest == INT_MAX) {
         *out = ops;
         return 0;
@@ -90,26 +93,33 @@ static int load_agreed(MPI_Comm comm, const char *name, const struct sampi_dgram
     return i < 0 ? -ENOENT : -ENODEV;
 }
 
-int sampi_dgram_open(MPI_Comm comm, const char *name, struct sampi_dgram **out)
+/* The failures every rank agrees on: the next backend may be tried. */
+static int agreed_failure(int rc)
+{
+    return rc == -ENOENT || rc == -ENODEV;
+}
+
+int sampi_dgram_open(MPI_Comm comm, struct sampi_waiter *w, const char *name,
+                     struct sampi_dgram **out)
 {
     const struct sampi_dgram_ops *ops = NULL;
     *out = NULL;
     if (strcmp(name, "auto") != 0) {
-        int rc = load_agreed(comm, name, &ops);
-        return rc ? rc : ops->open(comm, out);
+        int rc = load_agreed(comm, w, name, &ops);
+        return rc ? rc : ops->open(comm, w, out);
     }
     int rc = -ENOENT;
     for (size_t i = 0; i < N_BACKENDS; i++) {
-        int lrc = load_agreed(comm, table[i].name, &ops);
-        if (lrc == -EIO)
+        int lrc = load_agreed(comm, w, table[i].name, &ops);
+        if (lrc && !agreed_failure(lrc))
             return lrc;
         if (lrc) {
             rc = lrc;
             continue;
         }
-        rc = ops->open(comm, out);
-        if (!rc)
-            return 0;
+        rc = ops->open(comm, w, out);
+        if (!rc || !agreed_failure(rc))
+            return rc;
     }
     return rc;
 }

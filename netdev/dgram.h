@@ -19,7 +19,8 @@
  * sampi_dgram and forward to it.
  *
  * open() is collective over the communicator and returns the same success or
- * failure on every rank; addresses are exchanged there, once.
+ * failure on every rank; addresses are exchanged there, once, every wait
+ * through the caller's waiter (wait.h), so that a hard limit bounds it too.
  */
 #ifndef SAMPI_DGRAM_H
 #define SAMPI_DGRAM_H
@@ -30,12 +31,16 @@
 #include <sys/types.h>
 
 struct sampi_dgram;
+struct sampi_waiter;
 
 struct sampi_dgram_ops {
     const char *name;
     const char *description;
-    /* Collective over comm.  *out is NULL on failure (same on all ranks). */
-    int (*open)(MPI_Comm comm, struct sampi_dgram **out);
+    /* Collective over comm (SAMPI's private communicator), every wait
+     * through w (NULL: blocking).  0; -ENODEV when it cannot open (the same
+     * on all ranks); another negative errno when a wait failed (the caller
+     * revokes the communicator).  *out is NULL on failure. */
+    int (*open)(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram **out);
     void (*close)(struct sampi_dgram *dg);
     /* Queue one datagram of len <= dg->mtu bytes for peer (a rank of the
      * communicator, not itself).  0 once queued, -EAGAIN when the transmit
@@ -74,13 +79,17 @@ extern const char *const sampi_dgram_names[];
  * one line saying why in err (which may be NULL). */
 const struct sampi_dgram_ops *sampi_dgram_load(const char *name, char *err, size_t errlen);
 
-/* Collective over comm: open the transport `name`, or with "auto" the first
- * of sampi_dgram_names that opens.  Loading is agreed before any open, so
- * every rank gets the same answer: 0 and *out, or a negative errno and
- * *out = NULL (-ENOENT: no such transport; -ENODEV: its module is missing
- * on some rank, which the lowest such rank explained once per process, or
- * it could not be opened; -EIO: MPI failed).  Process-wide state (DPDK's
- * EAL) is released by sampi_module_finalize_all (module.h). */
-int sampi_dgram_open(MPI_Comm comm, const char *name, struct sampi_dgram **out);
+/* Collective over comm, every wait through w (NULL: blocking): open the
+ * transport `name`, or with "auto" the first of sampi_dgram_names that
+ * opens.  Loading is agreed before any open, so every rank gets the same
+ * answer: 0 and *out, or a negative errno and *out = NULL (-ENOENT: no such
+ * transport; -ENODEV: its module is missing on some rank, which the lowest
+ * such rank explained once per process, or it could not be opened).  Any
+ * other errno is a wait that failed (-ETIMEDOUT at the hard limit, -EIO: MPI
+ * failed, or the waiter's owner stopped it): then the ranks may not agree,
+ * and the caller revokes the communicator.  Process-wide state (DPDK's EAL)
+ * is released by sampi_module_finalize_all (module.h). */
+int sampi_dgram_open(MPI_Comm comm, struct sampi_waiter *w, const char *name,
+                     struct sampi_dgram **out);
 
 #endif

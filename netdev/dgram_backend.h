@@ -16,11 +16,12 @@ struct sampi_dgram_vote {
     long long max; /* the largest proposal */
 };
 
-/* One PMPI_Allreduce over comm: each rank reports its stage (0 = success)
- * and error, and a proposal (instance tags, ports) of which the largest
- * wins.  0, or -EIO when MPI itself failed. */
-int sampi_dgram_vote(MPI_Comm comm, int rank, int stage, int err, long long proposal,
-                     struct sampi_dgram_vote *out);
+/* One allreduce over comm, waited for through w (NULL: blocking): each rank
+ * reports its stage (0 = success) and error, and a proposal (instance tags,
+ * ports) of which the largest wins.  0, or the wait's negative errno (-EIO
+ * when MPI itself failed). */
+int sampi_dgram_vote(MPI_Comm comm, struct sampi_waiter *w, int rank, int stage, int err,
+                     long long proposal, struct sampi_dgram_vote *out);
 
 /* 0 when send(dg, peer, .., len) may go ahead: -EINVAL for itself or a rank
  * outside the communicator, -EMSGSIZE above the mtu. */

@@ -261,9 +261,10 @@ static void fault_close(struct sampi_dgram *dg)
     free(f);
 }
 
-static int fault_open(MPI_Comm comm, struct sampi_dgram **out)
+static int fault_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram **out)
 {
     (void)comm;
+    (void)w;
     *out = NULL;
     return -ENOTSUP; /* a decorator is made by sampi_dgram_fault_wrap */
 }

@@ -30,7 +30,7 @@
  *
  * Per instance (per communicator): a UDP port agreed by its ranks (every
  * rank proposes one above any it used, the maximum wins), the peers' MAC and
- * IPv4 addresses gathered with PMPI_Allgather (no ARP, no address file), and
+ * IPv4 addresses gathered with one allgather (no ARP, no address file), and
  * a ring of received mbufs.  Whoever polls the port (under one lock) sorts
  * what rx_burst returns into the instances' rings by UDP destination port;
  * frames that are not IPv4/UDP to our address and a known port are freed.
@@ -55,6 +55,7 @@
 #include "module.h"
 #include "netdev.h"
 #include "sampi_internal.h"
+#include "wait.h"
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -534,11 +535,11 @@ static void warn_failure(int my_rank, const struct sampi_dgram_vote *v)
                    g.eal_args[0] ? g.eal_args : "not built");
 }
 
-static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
+static int dpdk_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram **out)
 {
     struct dpdk_dgram *dg = calloc(1, sizeof(*dg));
     struct dpdk_addr *addrs = NULL;
-    int rank = 0, size = 0, world = 0, err = ENOMEM, rc = -ENODEV;
+    int rank = 0, size = 0, world = 0, err = ENOMEM, wrc = 0; /* wrc: a wait that failed */
     enum dpdk_stage st = ST_NOMEM;
 
     PMPI_Comm_rank(comm, &rank);
@@ -564,7 +565,7 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
 
     /* Success everywhere, and the instance number: the largest proposal. */
     struct sampi_dgram_vote v;
-    if (sampi_dgram_vote(comm, rank, st, err, proposal, &v))
+    if ((wrc = sampi_dgram_vote(comm, w, rank, st, err, proposal, &v)))
         goto fail;
     if (!v.all_ok) {
         warn_failure(rank, &v);
@@ -575,8 +576,7 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
         (uint16_t)(sampi_cvar_int(SAMPI_CVAR_DPDK_UDP_PORT) + (long long)(dg->serial % PORT_SPAN)));
 
     struct dpdk_addr me = {.mac = g.mac, .ip = g.ip};
-    if (PMPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, addrs, (int)sizeof(me), MPI_BYTE, comm) !=
-        MPI_SUCCESS)
+    if ((wrc = sampi_waiter_allgather(w, &me, (int)sizeof(me), MPI_BYTE, addrs, comm)))
         goto fail;
 
     /* Register for the agreed port. */
@@ -603,7 +603,7 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
     pthread_mutex_unlock(&g.lock);
     /* The datagram size: the smallest link MTU of the ranks (the largest
      * negated proposal), so every frame fits every receiver's ring. */
-    if (sampi_dgram_vote(comm, rank, st, err, -(long long)my_mtu, &v))
+    if ((wrc = sampi_dgram_vote(comm, w, rank, st, err, -(long long)my_mtu, &v)))
         goto fail;
     if (!v.all_ok) {
         warn_failure(rank, &v);
@@ -620,7 +620,7 @@ static int dpdk_open(MPI_Comm comm, struct sampi_dgram **out)
 fail:
     dpdk_close(dg ? &dg->base : NULL);
     *out = NULL;
-    return rc;
+    return wrc ? wrc : -ENODEV;
 }
 
 static int dpdk_send(struct sampi_dgram *base, int peer, const void *buf, size_t len)

@@ -54,6 +54,7 @@
 #include "module.h"
 #include "netdev.h"
 #include "sampi_internal.h"
+#include "wait.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -460,13 +461,13 @@ static void warn_failure(int my_rank, const char *addr, const struct sampi_dgram
                    v->fail_err ? fi_strerror(v->fail_err) : "no error code");
 }
 
-static int udp_open(MPI_Comm comm, struct sampi_dgram **out)
+static int udp_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram **out)
 {
     struct udp_dgram *dg = calloc(1, sizeof(*dg));
     char *names = NULL;
     char name[UDP_NAME_MAX];
     size_t namelen = sizeof(name);
-    int rank = 0, size = 0, fi_err = FI_ENOMEM, rc = -ENODEV;
+    int rank = 0, size = 0, fi_err = FI_ENOMEM, wrc = 0; /* wrc: a wait that failed */
     enum udp_stage st = ST_NOMEM;
     char addr[SAMPI_CVAR_STRING_MAX] = "";
 
@@ -487,14 +488,13 @@ static int udp_open(MPI_Comm comm, struct sampi_dgram **out)
         st = dg->peers && names ? open_local(dg, name, &namelen, &fi_err) : ST_NOMEM;
     }
     struct sampi_dgram_vote v;
-    if (sampi_dgram_vote(comm, rank, st, fi_err, ++open_count & 0xffff, &v))
+    if ((wrc = sampi_dgram_vote(comm, w, rank, st, fi_err, ++open_count & 0xffff, &v)))
         goto fail;
     if (!v.all_ok) {
         warn_failure(rank, addr, &v);
         goto fail;
     }
-    if (PMPI_Allgather(name, UDP_NAME_MAX, MPI_BYTE, names, UDP_NAME_MAX, MPI_BYTE, comm) !=
-        MPI_SUCCESS)
+    if ((wrc = sampi_waiter_allgather(w, name, UDP_NAME_MAX, MPI_BYTE, names, comm)))
         goto fail;
 
     dg->tag = (uint16_t)v.max;
@@ -515,16 +515,15 @@ static int udp_open(MPI_Comm comm, struct sampi_dgram **out)
                   dg->prov_mtu);
         dg->wire_mtu = dg->prov_mtu;
     }
-    if (sampi_dgram_vote(comm, rank, st, fi_err, 0, &v))
+    if ((wrc = sampi_dgram_vote(comm, w, rank, st, fi_err, 0, &v)))
         goto fail;
     if (!v.all_ok) {
         warn_failure(rank, addr, &v);
         goto fail;
     }
     /* the algorithm cuts its data by the mtu: every rank uses the smallest */
-    unsigned long long agreed = dg->wire_mtu;
-    if (PMPI_Allreduce(MPI_IN_PLACE, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm) !=
-        MPI_SUCCESS)
+    unsigned long long mine = dg->wire_mtu, agreed = 0;
+    if ((wrc = sampi_waiter_allreduce(w, &mine, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm)))
         goto fail;
     dg->wire_mtu = (size_t)agreed; /* never above the slots' size */
     dg->base.mtu = dg->wire_mtu - UDP_WIRE_BYTES;
@@ -542,7 +541,7 @@ fail:
     free(names);
     udp_close(dg ? &dg->base : NULL);
     *out = NULL;
-    return rc;
+    return wrc ? wrc : -ENODEV;
 }
 
 static int udp_send(struct sampi_dgram *base, int peer, const void *buf, size_t len)

@@ -32,6 +32,7 @@ void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
     *ctx = (struct sampi_coll_ctx){
         .rank = c->rank,
         .size = c->size,
+        .ctl = c->ctl,
         .nd = c->nd,
         .seq = &c->seq,
         .straggler = sampi_tracker_straggler(c),

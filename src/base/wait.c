@@ -173,3 +173,18 @@ int sampi_waiter_allgather(struct sampi_waiter *w, const void *in, int count, MP
     free(buf);
     return 0;
 }
+
+int sampi_waiter_one(struct sampi_waiter *w, MPI_Request *req)
+{
+    if (!w)
+        return PMPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -EIO;
+    return sampi_waiter_mpi(w, req, 1, NULL);
+}
+
+int sampi_waiter_barrier(struct sampi_waiter *w, MPI_Comm comm)
+{
+    MPI_Request r;
+    if (PMPI_Ibarrier(comm, &r) != MPI_SUCCESS)
+        return -EIO;
+    return sampi_waiter_one(w, &r);
+}

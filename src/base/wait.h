@@ -86,6 +86,15 @@ int sampi_waiter_allreduce(struct sampi_waiter *w, const void *in, void *out, in
 int sampi_waiter_allgather(struct sampi_waiter *w, const void *in, int count, MPI_Datatype dt,
                            void *out, MPI_Comm comm);
 
+/* A barrier on comm through w (NULL: PMPI_Barrier): 0, or the wait's
+ * negative errno. */
+int sampi_waiter_barrier(struct sampi_waiter *w, MPI_Comm comm);
+/* Wait for one request *req through w (NULL: PMPI_Wait), for a collective
+ * whose buffers the caller owns: when the wait fails (a negative errno) the
+ * request stays pending, and the caller must let its buffers go (never free
+ * or reuse them), as the functions above do with their copies. */
+int sampi_waiter_one(struct sampi_waiter *w, MPI_Request *req);
+
 /* "rank 2" / "ranks 1, 3" / "ranks 1, 3, 5 and 4 more" for a stall warning. */
 void sampi_waiter_ranks(const int *ranks, int n, char *buf, size_t len);
 

@@ -291,7 +291,7 @@ static int check_isolation(const struct sampi_dgram_ops *ops, struct sampi_dgram
     struct sampi_dgram *b = NULL;
     int ok = 1;
     PMPI_Comm_dup(MPI_COMM_WORLD, &dup);
-    int rc = ops->open(dup, &b);
+    int rc = ops->open(dup, NULL, &b);
     if (rc || !b) {
         mt_fail(&st, "second instance: open returned %d", rc);
         ok = 0;
@@ -446,7 +446,7 @@ static void run_backend(const char *name, int checks, int bench, int rounds, int
 {
     struct sampi_dgram *dg = NULL;
     /* loads the module on every rank, agrees, then opens (collective) */
-    int rc = sampi_dgram_open(MPI_COMM_WORLD, name, &dg);
+    int rc = sampi_dgram_open(MPI_COMM_WORLD, NULL, name, &dg);
     const struct sampi_dgram_ops *ops = dg ? dg->ops : NULL;
     int ok = rc == 0 && dg && dg->rank == st.rank && dg->mtu >= 64;
     int size;

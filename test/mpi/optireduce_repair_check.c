@@ -7,6 +7,8 @@
  * floats_repaired must equal the floats this rank had marked missing.
  * Loops over packet sizes, vector lengths (empty shards, short last packets),
  * loss rates (none to all) and per-round budgets (one round, many rounds).
+ * The exchanges wait through a waiter (wait.h) here, as optireduce's do;
+ * the malformed-layout case passes none (waits without a limit).
  * Also: a rank with a malformed bitmap layout makes every rank return
  * -EINVAL before anything moves, with w untouched everywhere.
  *
@@ -15,6 +17,7 @@
 #include "dgram_fault.h"
 #include "mpitest.h"
 #include "optireduce_repair.h"
+#include "wait.h"
 
 #include <errno.h>
 
@@ -98,7 +101,9 @@ static void one_case(struct mt_state *mt, int n, int me, size_t count, uint32_t 
     L.base = mt_malloc(((size_t)n + 1) * sizeof(size_t));
     float *w = mt_malloc((count + 1) * sizeof(float));
     uint64_t missing = prepare(&L, w, loss, seed), repaired = 12345;
-    int rc = sampi_opti_repair_budget(MPI_COMM_WORLD, w, L.off, L.len, per_pkt, L.seen, L.base,
+    struct sampi_waiter wt;
+    sampi_waiter_init(&wt, "the repair", NULL, NULL, NULL);
+    int rc = sampi_opti_repair_budget(MPI_COMM_WORLD, &wt, w, L.off, L.len, per_pkt, L.seen, L.base,
                                       budget, &repaired);
     char what[160];
     snprintf(what, sizeof what, "count=%zu per_pkt=%u loss=%g budget=%zu", count, per_pkt, loss,
@@ -134,7 +139,7 @@ static void bad_layout(struct mt_state *mt, int n, int me)
     memcpy(copy, w, 1000 * sizeof(float));
     if (me == 1)
         L.base[n] = 1;
-    int rc = sampi_opti_repair(MPI_COMM_WORLD, w, L.off, L.len, 4, L.seen, L.base, &repaired);
+    int rc = sampi_opti_repair(MPI_COMM_WORLD, NULL, w, L.off, L.len, 4, L.seen, L.base, &repaired);
     if (rc != -EINVAL)
         mt_fail(mt, "bad layout on rank 1: rc %d, want %d on every rank", rc, -EINVAL);
     if (memcmp(copy, w, 1000 * sizeof(float)) || repaired != 0)
