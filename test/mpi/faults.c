@@ -25,9 +25,14 @@
  *   bogus       sampi_comm_set_algorithm(comm, "bogus") returns MPI_ERR_ARG
  *               (faults.test checks the one line listing the accepted names);
  *   freed       sampi_comm_set_algorithm on a freed communicator returns
- *               MPI_ERR_COMM instead of crashing.
+ *               MPI_ERR_COMM instead of crashing;
+ *   opti-setup  `silent` for the call that sets optireduce up on a joined
+ *               communicator (its agreements and its datagram path);
+ *   opti-call   `silent` for an optireduce call after two that succeeded.
+ *               The opti-* cases run only when named: they need optireduce's
+ *               datagram path on loopback (faults.test sets it up).
  *
- * Usage: faults [CASE...] (default: all).  Timing enters only as lower bounds
+ * Usage: faults [CASE...] (default: all but the opti-* cases).  Timing enters only as lower bounds
  * that cannot fail on a busy machine (a timed-out call waited at least the
  * limit) and as "at once" checks with a margin of seconds for calls that move
  * no data.
@@ -108,36 +113,60 @@ static int class_of(int rc)
     return cls;
 }
 
-/* One in-place sum of n doubles on comm (the buffer holds n + GUARD with a
- * sentinel tail).  Returns the error class; on success checks the result;
- * always checks the guard.  *ms: how long the call took. */
-static int call(MPI_Comm comm, int n, const char *what, double *ms)
+/* Element i of a buffer of MPI_DOUBLE or MPI_FLOAT. */
+static double get(const void *buf, MPI_Datatype dt, int i)
 {
-    double *buf = mt_malloc((size_t)(n + GUARD) * sizeof(double));
+    return dt == MPI_FLOAT ? ((const float *)buf)[i] : ((const double *)buf)[i];
+}
+
+static void put(void *buf, MPI_Datatype dt, int i, double v)
+{
+    if (dt == MPI_FLOAT)
+        ((float *)buf)[i] = (float)v;
+    else
+        ((double *)buf)[i] = v;
+}
+
+/* One in-place sum of n elements of dt (MPI_DOUBLE or MPI_FLOAT) on comm
+ * (the buffer holds n + GUARD with a sentinel tail).  Returns the error
+ * class; on success checks the result, exactly for doubles and within float
+ * rounding for floats (optireduce's transform adds some); always checks the
+ * guard.  *ms: how long the call took. */
+static int call_as(MPI_Comm comm, int n, MPI_Datatype dt, const char *what, double *ms)
+{
+    size_t esize = dt == MPI_FLOAT ? sizeof(float) : sizeof(double);
+    void *buf = mt_malloc((size_t)(n + GUARD) * esize);
     int crank, csize;
     PMPI_Comm_rank(comm, &crank);
     PMPI_Comm_size(comm, &csize);
     for (int i = 0; i < n; i++)
-        buf[i] = (double)(crank + 1) * (double)(i % 97 + 1);
+        put(buf, dt, i, (double)(crank + 1) * (double)(i % 97 + 1));
     for (int i = n; i < n + GUARD; i++)
-        buf[i] = -12345.0;
+        put(buf, dt, i, -12345.0);
     double t0 = now_ms();
-    int cls = class_of(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, comm));
+    int cls = class_of(MPI_Allreduce(MPI_IN_PLACE, buf, n, dt, MPI_SUM, comm));
     if (ms)
         *ms = now_ms() - t0;
-    double ranks = (double)csize * (csize + 1) / 2;
-    for (int i = 0; cls == MPI_SUCCESS && i < n; i++)
-        if (buf[i] != ranks * (double)(i % 97 + 1)) {
-            mt_fail(&st, "%s: element %d = %g, want %g", what, i, buf[i], ranks * (i % 97 + 1));
+    double ranks = (double)csize * (csize + 1) / 2, tol = dt == MPI_FLOAT ? 1e-3 : 0;
+    for (int i = 0; cls == MPI_SUCCESS && i < n; i++) {
+        double want = ranks * (double)(i % 97 + 1), got = get(buf, dt, i);
+        if (got - want > tol * want || want - got > tol * want) {
+            mt_fail(&st, "%s: element %d = %g, want %g", what, i, got, want);
             break;
         }
+    }
     for (int i = n; i < n + GUARD; i++)
-        if (buf[i] != -12345.0) {
+        if (get(buf, dt, i) != -12345.0) {
             mt_fail(&st, "%s: written past the buffer at element %d", what, i);
             break;
         }
     free(buf);
     return cls;
+}
+
+static int call(MPI_Comm comm, int n, const char *what, double *ms)
+{
+    return call_as(comm, n, MPI_DOUBLE, what, ms);
 }
 
 /* One PASS/FAIL line agreed by every rank, then a clean slate. */
@@ -177,10 +206,10 @@ static void case_straggler(void)
     verdict("straggler: 1.5 s late with a 0.3 s stall warning: exact, no error");
 }
 
-/* Rank `x` stays out of the next call on comm; the others must give up after
- * the limit, then fail at once; x, with a ten-minute limit of its own,
- * learns from them. */
-static void silent_rank(const char *label, MPI_Comm comm, int n, int x)
+/* Rank `x` stays out of the next call on comm (n elements of dt); the others
+ * must give up after the limit, then fail at once; x, with a ten-minute
+ * limit of its own, learns from them. */
+static void silent_rank(const char *label, MPI_Comm comm, int n, MPI_Datatype dt, int x)
 {
     char what[128];
     double ms = 0;
@@ -188,11 +217,11 @@ static void silent_rank(const char *label, MPI_Comm comm, int n, int x)
     int err = MPI_ERR_OTHER;
     if (rank != x) {
         snprintf(what, sizeof(what), "%s: the call rank %d misses", label, x);
-        expect_class(what, call(comm, n, what, &ms), err);
+        expect_class(what, call_as(comm, n, dt, what, &ms), err);
         if (ms < 0.9 * LIMIT_MS)
             mt_fail(&st, "%s: gave up after %.0f ms, before the %d ms limit", what, ms, LIMIT_MS);
         snprintf(what, sizeof(what), "%s: the next call", label);
-        expect_class(what, call(comm, n, what, &ms), err);
+        expect_class(what, call_as(comm, n, dt, what, &ms), err);
         if (ms > LIMIT_MS / 2)
             mt_fail(&st, "%s: took %.0f ms: not at once", what, ms);
     }
@@ -200,7 +229,7 @@ static void silent_rank(const char *label, MPI_Comm comm, int n, int x)
     PMPI_Barrier(MPI_COMM_WORLD);
     if (rank == x) {
         snprintf(what, sizeof(what), "%s: the late rank's call", label);
-        expect_class(what, call(comm, n, what, &ms), err);
+        expect_class(what, call_as(comm, n, dt, what, &ms), err);
         if (ms > LONG_MS / 2)
             mt_fail(&st, "%s: took %.0f ms", what, ms);
     }
@@ -213,14 +242,14 @@ static void case_silent(void)
 {
     MPI_Comm comm = fresh_comm("ring");
     expect_class("silent: warm-up", call(comm, N, "silent: warm-up", NULL), MPI_SUCCESS);
-    silent_rank("silent", comm, N, size - 1);
+    silent_rank("silent", comm, N, MPI_DOUBLE, size - 1);
     verdict("silent: a rank that never arrives, limit 2 s: every rank MPI_ERR_OTHER");
 }
 
 static void case_first_call(void)
 {
     MPI_Comm comm = fresh_comm("ring");
-    silent_rank("first-call", comm, N, 0);
+    silent_rank("first-call", comm, N, MPI_DOUBLE, 0);
     verdict("first-call: a rank that misses the first call: every rank MPI_ERR_OTHER");
 }
 
@@ -234,7 +263,7 @@ static void case_tracked(void)
     MPI_Comm comm = fresh_comm("ring");
     for (int i = 0; i < 4; i++)
         expect_class("tracked: warm-up", call(comm, N, "tracked: warm-up", NULL), MPI_SUCCESS);
-    silent_rank("tracked", comm, N, 1);
+    silent_rank("tracked", comm, N, MPI_DOUBLE, 1);
     set_cvar("sampi_tracker_min_bytes", 1 << 20);
     verdict("tracked: a rank that misses a tracked call: every rank MPI_ERR_OTHER");
 }
@@ -294,13 +323,38 @@ static void case_freed(void)
     verdict("freed: a freed communicator: MPI_ERR_COMM, no crash");
 }
 
+/* optireduce's own agreements wait like every other exchange: rank 0 misses
+ * the call that sets optireduce up on a communicator already joined (ring
+ * before), so its set-up meets the silent rank. */
+static void case_opti_setup(void)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    expect_class("opti-setup: warm-up", call(comm, N, "opti-setup: warm-up", NULL), MPI_SUCCESS);
+    sampi_comm_set_algorithm(comm, "optireduce");
+    silent_rank("opti-setup", comm, N, MPI_FLOAT, 0);
+    verdict("opti-setup: a rank that misses optireduce's set-up: every rank MPI_ERR_OTHER");
+}
+
+static void case_opti_call(void)
+{
+    MPI_Comm comm = fresh_comm("optireduce");
+    for (int i = 0; i < 2; i++)
+        expect_class("opti-call: warm-up", call_as(comm, N, MPI_FLOAT, "opti-call: warm-up", NULL),
+                     MPI_SUCCESS);
+    silent_rank("opti-call", comm, N, MPI_FLOAT, size - 1);
+    verdict("opti-call: a rank that misses an optireduce call: every rank MPI_ERR_OTHER");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
+    int named; /* run only when named */
 } cases[] = {
-    {"straggler", case_straggler}, {"silent", case_silent},   {"first-call", case_first_call},
-    {"tracked", case_tracked},     {"diverge", case_diverge}, {"count", case_count},
-    {"bogus", case_bogus},         {"freed", case_freed},
+    {"straggler", case_straggler, 0},   {"silent", case_silent, 0},
+    {"first-call", case_first_call, 0}, {"tracked", case_tracked, 0},
+    {"diverge", case_diverge, 0},       {"count", case_count, 0},
+    {"bogus", case_bogus, 0},           {"freed", case_freed, 0},
+    {"opti-setup", case_opti_setup, 1}, {"opti-call", case_opti_call, 1},
 };
 
 int main(int argc, char **argv)
@@ -308,7 +362,7 @@ int main(int argc, char **argv)
     size = mt_start(&st, "faults", &argc, &argv, 1);
     rank = st.rank;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int wanted = argc < 2;
+        int wanted = argc < 2 && !cases[i].named;
         for (int a = 1; a < argc; a++)
             wanted |= strcmp(argv[a], cases[i].name) == 0;
         if (wanted)
