@@ -22,8 +22,13 @@
  * and one NaN/signed-zero case whose only portable property is that all
  * ranks agree.
  *
- * Usage: allreduce_matrix [--quick] [--deep] [--netdev mpi|ofi]
+ * Usage: allreduce_matrix [--quick | --shape] [--deep] [--netdev mpi|ofi]
  *   --quick   a subset of the datatypes and no 2^22-element cases;
+ *   --shape   only MPI_INT and MPI_DOUBLE under MPI_SUM and MPI_MAX, no
+ *             2^22-element cases: every algorithm, count, in-place mode and
+ *             communicator still runs, so the schedules and the data path are
+ *             checked at this size, while the reduction kernels (the same at
+ *             every size) are left to the full matrix at smaller sizes;
  *   --deep    then `ring` (and on 2 ranks `rhd`) on MPI_COMM_WORLD with 1 KiB
  *             segments, 2400 per step of `ring`: more operations at once
  *             than a libfabric provider queue holds; the result must equal
@@ -218,6 +223,7 @@ struct tcomm {
 struct ctx {
     struct mt_state st;
     int quick;
+    int shape;          /* --shape: see the usage above */
     const char *netdev; /* requested data path, or NULL */
     int wsize;
 };
@@ -553,7 +559,7 @@ static size_t count_list(const struct ctx *x, const struct tcomm *c, const struc
         0, 1, (size_t)c->size - 1, (size_t)c->size, (size_t)c->size + 1, PRIME_COUNT, BIG_COUNT};
     size_t n = 0;
     for (size_t j = 0; j < sizeof cand / sizeof cand[0]; j++) {
-        if (cand[j] == BIG_COUNT && (x->quick || !c->big || !is_big_pair(t, o)))
+        if (cand[j] == BIG_COUNT && (x->quick || x->shape || !c->big || !is_big_pair(t, o)))
             continue;
         int seen = 0;
         for (size_t m = 0; m < n; m++)
@@ -588,13 +594,20 @@ static void run_type_op(struct ctx *x, const struct tcomm *c, const struct ttype
     free(k.bound);
 }
 
+/* The --shape subset: one integer and one floating type, one op that
+ * combines and one that selects. */
+static int in_shape(const struct ttype *t, const struct top *o)
+{
+    return (t->dt == MPI_INT || t->dt == MPI_DOUBLE) && (o->op == MPI_SUM || o->op == MPI_MAX);
+}
+
 static void run_matrix(struct ctx *x, const struct tcomm *c)
 {
     for (size_t t = 0; t < NTYPES; t++) {
         if (x->quick && !types[t].quick)
             continue;
         for (size_t o = 0; o < NOPS; o++)
-            if (ops[o].classes & types[t].cls)
+            if ((ops[o].classes & types[t].cls) && (!x->shape || in_shape(&types[t], &ops[o])))
                 run_type_op(x, c, &types[t], &ops[o]);
     }
 }
@@ -870,6 +883,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     mt_init(&x.st, "allreduce_matrix");
     x.quick = mt_has_flag(argc, argv, "--quick");
+    x.shape = mt_has_flag(argc, argv, "--shape");
     int deep = mt_has_flag(argc, argv, "--deep");
     x.netdev = mt_option(argc, argv, "--netdev", NULL);
     PMPI_Comm_size(MPI_COMM_WORLD, &x.wsize);
