@@ -3,7 +3,7 @@
  *
  *   auto_check learn      on MPI_COMM_WORLD, 2 MiB float sums:
  *       1. auto converges on some algorithm X (whatever this machine says);
- *       2. sampi_debug_algo_delay makes X's calls 50 ms slower on every rank
+ *       2. sampi_debug_algo_delay makes X's calls DELAY_MS slower on every rank
  *          (written through MPI_T): within 120 calls auto must stop running
  *          X (its last 10 calls run something else);
  *       3. the delay moves to every other algorithm auto may run here: within
@@ -97,6 +97,11 @@ static int until(int limit, int streak, const char *algo, int avoid, int *k)
     return -1;
 }
 
+/* Far above what a busy machine adds to a 2 MiB call (a descheduled rank
+ * costs tens of ms with both cores loaded), so that which arm is slower
+ * never depends on the load; the verdicts count calls. */
+#define DELAY_MS 200
+
 static void learn(void)
 {
     int k = 0;
@@ -109,12 +114,13 @@ static void learn(void)
         mt_fail(&st, "auto converged on '%s', not an exact algorithm of this size", x);
 
     char knob[96];
-    snprintf(knob, sizeof(knob), "%s:50", x);
+    snprintf(knob, sizeof(knob), "%s:%d", x, DELAY_MS);
     if (set_text_cvar("sampi_debug_algo_delay", knob) != MPI_SUCCESS)
         mt_fail(&st, "cannot write sampi_debug_algo_delay");
     int avoided = until(120, 10, x, 1, &k);
     if (avoided < 0)
-        mt_fail(&st, "with %s 50 ms slower, auto still ran it among its last 10 of 120 calls", x);
+        mt_fail(&st, "with %s %d ms slower, auto still ran it among its last 10 of 120 calls", x,
+                DELAY_MS);
 
     /* now everything else auto may run at this size is slower */
     const char *all[] = {"native", "ring", "rhd"};
@@ -122,12 +128,14 @@ static void learn(void)
     knob[0] = '\0';
     for (size_t i = 0; i < 3; i++)
         if (strcmp(all[i], x) != 0)
-            at += (size_t)snprintf(knob + at, sizeof(knob) - at, "%s%s:50", at ? "," : "", all[i]);
+            at += (size_t)snprintf(knob + at, sizeof(knob) - at, "%s%s:%d", at ? "," : "", all[i],
+                                   DELAY_MS);
     if (set_text_cvar("sampi_debug_algo_delay", knob) != MPI_SUCCESS)
         mt_fail(&st, "cannot write sampi_debug_algo_delay");
     int back = until(400, 10, x, 0, &k);
     if (back < 0)
-        mt_fail(&st, "with the others 50 ms slower, auto did not come back to %s in 400 calls", x);
+        mt_fail(&st, "with the others %d ms slower, auto did not come back to %s in 400 calls",
+                DELAY_MS, x);
     set_text_cvar("sampi_debug_algo_delay", "");
     if (rank == 0)
         printf("auto_check: converged on %s; avoided it %d calls after it was slowed; back on it "
