@@ -204,7 +204,7 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
 {
     const size_t bytes = a->count * a->dt.extent;
     struct sampi_select_hints h;
-    sampi_tracker_hints(c, a->count, a->dt.extent, &h);
+    sampi_tracker_hints(c, a->ctx, a->count, a->dt.extent, &h);
     /* A regime is a different table only where it brings an arm: a
      * straggler on 3 ranks (where StragglAR cannot win) or a call optcc
      * cannot run keeps the calls in the regime without one. */

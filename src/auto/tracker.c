@@ -386,8 +386,8 @@ int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown)
     return c->tracker->det.rank;
 }
 
-void sampi_tracker_hints(struct sampi_comm *c, size_t count, size_t extent,
-                         struct sampi_select_hints *h)
+void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx, size_t count,
+                         size_t extent, struct sampi_select_hints *h)
 {
     struct sampi_tracker *t = c->tracker;
     memset(h, 0, sizeof(*h));
@@ -403,9 +403,7 @@ void sampi_tracker_hints(struct sampi_comm *c, size_t count, size_t extent,
     }
     int z, k;
     double l;
-    struct sampi_coll_ctx ctx;
-    sampi_coll_ctx_fill(c, &ctx);
-    if (sampi_optcc_params(&ctx, count, extent, &z, &l, &k) == 0) {
+    if (sampi_optcc_params(ctx, count, extent, &z, &l, &k) == 0) {
         h->degraded = z;
         h->slowdown = l;
         h->optcc_k = k;

@@ -69,10 +69,12 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
 int sampi_tracker_straggler(const struct sampi_comm *c);
 /* The degraded rank detected, or -1; *slowdown its factor. */
 int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown);
-/* Inputs for `auto` (select.h), from the tracker of c (zeros when none). */
+/* Inputs for `auto` (select.h), from the tracker of c (zeros when none) and
+ * the call's context, already filled by the caller (sampi_coll_ctx_fill). */
 struct sampi_select_hints;
-void sampi_tracker_hints(struct sampi_comm *c, size_t count, size_t extent,
-                         struct sampi_select_hints *h);
+struct sampi_coll_ctx;
+void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx, size_t count,
+                         size_t extent, struct sampi_select_hints *h);
 
 void sampi_tracker_free(struct sampi_tracker *t);
 
