@@ -459,6 +459,36 @@ static void ofi_close(struct sampi_netdev *base)
     free(nd);
 }
 
+/* A region left by a process that died without closing its endpoint.  shm
+ * (libfabric 1.17) names an endpoint's region after the process and its
+ * endpoint count, "fi_shm://PID:UID:N" (/dev/shm/PID:UID:N), and a process
+ * killed by a signal, a timeout or a job manager leaves its regions behind.
+ * PIDs are reused (pid_max is 32768 here), so a later process can get the
+ * same PID, hence the same name; fi_enable then finds the old file, sees that
+ * "its" owner (our own PID) is alive or that the file is not a region at all,
+ * removes the file and fails with -FI_EBUSY.  Seen in this project's own test
+ * run: 58 regions of 16 MiB left in /dev/shm by killed runs, and one of them
+ * made "ofi open" fail on rank 0 with "fi_enable: Device or resource busy"
+ * hours later.  A fresh endpoint takes the next name (N+1) and succeeds, so
+ * open_local retries; a bounded number of times, since each stale name it
+ * meets has been removed and a persistent -FI_EBUSY is another problem. */
+#define OFI_STALE_ATTEMPTS 8
+
+/* The endpoint, bound to the CQ and AV and enabled.  ST_NONE or the stage
+ * that failed, with the provider's code in *rc. */
+static enum ofi_stage open_endpoint(struct ofi_netdev *nd, int *rc)
+{
+    if ((*rc = fi_endpoint(nd->domain, nd->info, &nd->ep, NULL)))
+        return ST_ENDPOINT;
+    if ((*rc = fi_ep_bind(nd->ep, &nd->cq->fid, FI_TRANSMIT | FI_RECV)))
+        return ST_BIND;
+    if ((*rc = fi_ep_bind(nd->ep, &nd->av->fid, 0)))
+        return ST_BIND;
+    if ((*rc = fi_enable(nd->ep)))
+        return ST_ENABLE;
+    return ST_NONE;
+}
+
 /* Open everything local.  Returns 0, or the failing stage with *fi_err. */
 static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *namelen, int *fi_err)
 {
@@ -510,16 +540,19 @@ static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *name
     if ((rc = fi_av_open(nd->domain, &av_attr, &nd->av, NULL)))
         goto fail;
 
-    st = ST_ENDPOINT;
-    if ((rc = fi_endpoint(nd->domain, nd->info, &nd->ep, NULL)))
-        goto fail;
-    st = ST_BIND;
-    if ((rc = fi_ep_bind(nd->ep, &nd->cq->fid, FI_TRANSMIT | FI_RECV)))
-        goto fail;
-    if ((rc = fi_ep_bind(nd->ep, &nd->av->fid, 0)))
-        goto fail;
-    st = ST_ENABLE;
-    if ((rc = fi_enable(nd->ep)))
+    for (int attempt = 1;; attempt++) {
+        st = open_endpoint(nd, &rc);
+        if (st != ST_ENABLE || rc != -FI_EBUSY || attempt == OFI_STALE_ATTEMPTS)
+            break;
+        /* A stale region held this endpoint's name (see above): shm has
+         * removed it; the next endpoint takes the next name. */
+        fi_close(&nd->ep->fid);
+        nd->ep = NULL;
+        sampi_log(SAMPI_LOG_INFO,
+                  "ofi: fi_enable met a stale shared-memory region (%s), attempt %d of %d",
+                  fi_strerror(-rc), attempt, OFI_STALE_ATTEMPTS);
+    }
+    if (st != ST_NONE)
         goto fail;
     st = ST_GETNAME;
     if ((rc = fi_getname(&nd->ep->fid, name, namelen)))

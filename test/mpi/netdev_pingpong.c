@@ -1,7 +1,7 @@
 /*
  * netdev_pingpong.c - the netdev contract, checked on each backend.
  *
- *   netdev_pingpong [--bench | --bench-only] [--big] [backend ...]
+ *   netdev_pingpong [--bench | --bench-only] [--big] [--stale=N] [backend ...]
  *
  * A backend is "mpi", "ofi", or "ofi:PROVIDER" (for example "ofi:shm" or
  * "ofi:tcp;ofi_rxm"), which sets sampi_ofi_provider before the open; the
@@ -24,7 +24,12 @@
  *             own; then 2500 receives cancelled, which must free their room;
  *   threads   two threads, each with its own instance on its own duplicate of
  *             MPI_COMM_WORLD, exchanging concurrently (MPI_THREAD_MULTIPLE);
- *   big       (--big only) one 512 MiB message from rank 0 to rank 1.
+ *   big       (--big only) one 512 MiB message from rank 0 to rank 1;
+ *   stale     (--stale=N, first ofi backend only, meant for shm) before the
+ *             open, N files under the names libfabric 1.17's shm gives this
+ *             process's first N endpoints ("PID:UID:I" in /dev/shm), as a
+ *             killed process with the same PID leaves them; the open must
+ *             still succeed, and must have met (and so removed) every one.
  * It prints one PASS or FAIL line per check and backend (rank 0), and exits
  * non-zero when any check failed on any rank.  With --bench it then prints a
  * pingpong between ranks 0 and 1 for each backend: one-way latency for 8 B and
@@ -39,11 +44,14 @@
 #include "mpitest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define WAIT_SECONDS 60 /* a hang becomes a failure well before mpirun.sh's limit */
 
@@ -695,12 +703,70 @@ static void run_checks(const char *spec, struct sampi_netdev *nd, int do_big)
     }
 }
 
+/* ----------------------------------------------------------------- stale */
+
+#define STALE_MAX 8
+
+static int stale_count; /* --stale=N: still to do at the first ofi open */
+
+static void stale_name(char *name, size_t len, int i)
+{
+    snprintf(name, len, "/%d:%d:%d", (int)getpid(), (int)getuid(), i);
+}
+
+/* What a killed process leaves: a file under the region's name that is not
+ * a live region of ours.  Zeros: shm reads a version it does not know. */
+static void stale_create(int n, struct checker *c)
+{
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        stale_name(name, sizeof(name), i);
+        int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, S_IRUSR | S_IWUSR);
+        if (fd < 0) {
+            fail(c, "creating the stale region %s: %s", name, strerror(errno));
+            continue;
+        }
+        if (ftruncate(fd, 1 << 20) != 0)
+            fail(c, "sizing the stale region %s: %s", name, strerror(errno));
+        close(fd);
+    }
+}
+
+/* shm removes a stale file when it meets it: one still there was never met,
+ * so the open did not go the way this check exercises (removed here). */
+static void stale_check(int n, struct checker *c)
+{
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        stale_name(name, sizeof(name), i);
+        int fd = shm_open(name, O_RDONLY, 0);
+        if (fd >= 0) {
+            close(fd);
+            shm_unlink(name);
+            fail(c,
+                 "the stale region %s is still there: the open never met it (does this "
+                 "libfabric name shm regions PID:UID:N?)",
+                 name);
+        }
+    }
+}
+
 static void run_backend(const char *spec, int do_bench, int do_checks, int do_big)
 {
     struct sampi_netdev *nd = NULL;
     const struct sampi_netdev_ops *ops = NULL;
     struct checker c_open = {.what = "open"};
+    struct checker c_stale = {.what = "stale"};
+    int stale = strncmp(spec, "ofi", 3) == 0 ? stale_count : 0;
+    if (stale) {
+        stale_count = 0;
+        stale_create(stale, &c_stale);
+    }
     int rc = open_backend(spec, MPI_COMM_WORLD, &nd, &ops);
+    if (stale) {
+        stale_check(stale, &c_stale);
+        verdict(spec, &c_stale);
+    }
     if (rc || !nd)
         fail(&c_open, "open failed: %s%s", rc ? strerror(-rc) : "no netdev",
              " (see the warning above for the transport's or the loader's reason)");
@@ -730,6 +796,15 @@ int main(int argc, char **argv)
     int bench_only = mt_has_flag(argc, argv, "--bench-only");
     int do_bench = bench_only || mt_has_flag(argc, argv, "--bench");
     int do_big = mt_has_flag(argc, argv, "--big");
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--stale=", 8) == 0)
+            stale_count = atoi(argv[i] + 8);
+    if (stale_count < 0 || stale_count > STALE_MAX) {
+        if (st.rank == 0)
+            printf("netdev_pingpong: --stale=N takes N from 0 to %d\n", STALE_MAX);
+        MPI_Finalize();
+        return 2;
+    }
 
     int nspecs = 0;
     for (int i = 1; i < argc; i++) {
