@@ -567,7 +567,7 @@ static int run_stage(struct sampi_optireduce_state *st, struct call *cl, int g)
                     rc = poll_rx(st, cl, g, &clk, &got, 0);
                     if (rc)
                         break;
-                    sampi_backoff(&spins);
+                    sampi_wait_pause(&spins);
                 }
                 spins = 0;
                 if (++burst % BURST == 0 && !rc)
@@ -604,7 +604,7 @@ sent:;
         else if (r != -ETIMEDOUT && !rc)
             rc = (int)r;
         if (rc && r != -ETIMEDOUT && r < 0)
-            sampi_backoff(&spins); /* a failing transport must not spin */
+            sampi_wait_pause(&spins); /* a failing transport must not spin */
     }
     cl->expected[g] = clk.expected;
     cl->received[g] = got;

@@ -42,10 +42,10 @@
  * the smallest of their values (agreed at open), so no rank sends a frame
  * another cannot receive.
  *
- * Waiting polls rx_burst and backs off with sampi_backoff (yield, then
- * sleeps up to 1 ms) between empty polls, so ranks oversubscribed on two
- * cores still progress; sampi_busy_poll=1 polls without pause.  The price is
- * up to ~1 ms of added latency after an idle period.
+ * Waiting polls rx_burst with one sampi_wait_pause turn between empty polls:
+ * no pause with a core per rank, a yield on an oversubscribed node (so ranks
+ * sharing two cores still progress), sleeps of up to 1 ms only in the block
+ * wait mode (src/base/wait_mode.h).
  *
  * Tested over the af_packet PMD on veths joined by a bridge in a private
  * network namespace (test/mpi/dgram-netns.sh, test/mpi/dpdk.test).
@@ -116,7 +116,6 @@ struct dpdk_dgram {
     struct dpdk_addr *peers;
     uint16_t udp_port; /* network order */
     struct rte_ring *rxq;
-    int busy_poll;
     unsigned serial; /* agreed instance number */
 };
 
@@ -550,7 +549,6 @@ static int dpdk_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram *
         dg->base.ops = &dpdk_ops;
         dg->base.rank = rank;
         dg->base.size = size;
-        dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
         dg->peers = calloc((size_t)size, sizeof(*dg->peers));
         addrs = dg->peers;
         st = addrs ? process_setup(world, &err) : ST_NOMEM;
@@ -612,9 +610,8 @@ static int dpdk_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram *
     dg->base.mtu = (size_t)(-v.max - IP_UDP_BYTES);
     sampi_log(SAMPI_LOG_SETUP,
               "dpdk: instance %u on UDP port %u, %d ranks, datagrams of %zu bytes (link MTU %d "
-              "here, %lld agreed), %s waits",
-              dg->serial, (unsigned)ntohs(dg->udp_port), size, dg->base.mtu, my_mtu, -v.max,
-              dg->busy_poll ? "busy-polling" : "back-off");
+              "here, %lld agreed), polled waits",
+              dg->serial, (unsigned)ntohs(dg->udp_port), size, dg->base.mtu, my_mtu, -v.max);
     *out = &dg->base;
     return 0;
 fail:
@@ -755,8 +752,7 @@ static ssize_t dpdk_recv(struct sampi_dgram *base, void *buf, size_t cap, int *p
         }
         if (sampi_now_ns() >= deadline_ns)
             return -ETIMEDOUT;
-        if (!dg->busy_poll)
-            sampi_backoff(&spins);
+        sampi_wait_pause(&spins);
     }
 }
 

@@ -41,7 +41,9 @@ static const struct sampi_module_host host = {
     .vlog = sampi_vlog,
     .log_enabled = sampi_log_enabled,
     .now_ns = sampi_now_ns,
-    .backoff = sampi_backoff,
+    .wait_pause = sampi_wait_pause,
+    .wait_mode_now = sampi_wait_mode_now,
+    .wait_count_sleep = sampi_wait_count_sleep,
     .waiter_allreduce = sampi_waiter_allreduce,
     .waiter_allgather = sampi_waiter_allgather,
 };

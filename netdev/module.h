@@ -35,6 +35,7 @@
 #define SAMPI_MODULE_H
 
 #include "config.h"
+#include "wait_mode.h"
 
 #include <mpi.h>
 #include <stdarg.h>
@@ -48,7 +49,7 @@ struct sampi_waiter;
 /* Bump whenever struct sampi_module, struct sampi_module_host, the netdev
  * or datagram ops and their instance structs (netdev.h, dgram.h) change
  * shape: the loader refuses a module built for another value. */
-#define SAMPI_MODULE_ABI 2
+#define SAMPI_MODULE_ABI 3
 
 /* The one symbol a module exports. */
 #define SAMPI_MODULE_SYMBOL "sampi_module"
@@ -62,7 +63,9 @@ struct sampi_module_host {
     void (*vlog)(int level, const char *fmt, va_list ap);
     int (*log_enabled)(int level);
     int64_t (*now_ns)(void);
-    void (*backoff)(unsigned *spins);
+    void (*wait_pause)(unsigned *spins);
+    enum sampi_wait_mode (*wait_mode_now)(void);
+    void (*wait_count_sleep)(void);
     int (*waiter_allreduce)(struct sampi_waiter *w, const void *in, void *out, int count,
                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
     int (*waiter_allgather)(struct sampi_waiter *w, const void *in, int count, MPI_Datatype dt,

@@ -63,9 +63,19 @@ int64_t sampi_now_ns(void)
     return host->now_ns();
 }
 
-void sampi_backoff(unsigned *spins)
+void sampi_wait_pause(unsigned *spins)
 {
-    host->backoff(spins);
+    host->wait_pause(spins);
+}
+
+enum sampi_wait_mode sampi_wait_mode_now(void)
+{
+    return host->wait_mode_now();
+}
+
+void sampi_wait_count_sleep(void)
+{
+    host->wait_count_sleep();
 }
 
 int sampi_waiter_allreduce(struct sampi_waiter *w, const void *in, void *out, int count,

@@ -41,7 +41,8 @@
 #ifndef SAMPI_NETDEV_H
 #define SAMPI_NETDEV_H
 
-#include "clock.h" /* sampi_now_ns, sampi_backoff: deadlines are on this clock */
+#include "clock.h"     /* sampi_now_ns: deadlines are on this clock */
+#include "wait_mode.h" /* sampi_wait_pause: how a poll loop idles */
 
 #include <mpi.h>
 #include <stddef.h>

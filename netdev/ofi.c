@@ -16,16 +16,16 @@
  * &req->impl (sized for struct fi_context2), and a completion finds its
  * request again from op_context, whichever wait() call reads it.
  *
- * Waiting (DESIGN rule 6) sleeps in fi_cq_sread when the CQ has a
- * file-descriptor wait object, polls with sampi_backoff otherwise, and with
- * sampi_busy_poll=1 polls without yielding.  In libfabric 1.17, tcp;ofi_rxm
- * accepts FI_WAIT_FD and its sread drives the sockets' progress while it
- * sleeps (two ranks both waiting, rendezvous and 512 MiB messages included,
- * were checked); shm refuses FI_WAIT_FD, FI_WAIT_POLLFD and
- * FI_WAIT_MUTEX_COND (-FI_ENOSYS) and its FI_WAIT_UNSPEC is FI_WAIT_YIELD, a
- * sched_yield spin, so shm waits poll and back off.  A rank waiting 2 s for
- * a silent peer used 0.1% of a core with tcp, 1.2% with shm, 99.6% with
- * sampi_busy_poll=1.
+ * Waiting (DESIGN rule 6) follows the wait mode (src/base/wait_mode.h): poll
+ * and yield read the CQ between sampi_wait_pause turns; block sleeps in
+ * fi_cq_sread when the CQ has a file-descriptor wait object.  In libfabric
+ * 1.17, tcp;ofi_rxm accepts FI_WAIT_FD and its sread drives the sockets'
+ * progress while it sleeps (two ranks both waiting, rendezvous and 512 MiB
+ * messages included, were checked); shm refuses FI_WAIT_FD, FI_WAIT_POLLFD
+ * and FI_WAIT_MUTEX_COND (-FI_ENOSYS) and its FI_WAIT_UNSPEC is
+ * FI_WAIT_YIELD, a sched_yield spin, so shm waits pause as the mode says.
+ * A rank waiting 2 s for a silent peer used 0.1% of a core with tcp in block
+ * mode, 1.2% with shm, 99.6% polling.
  *
  * Per-rank addresses: with sampi_ofi_bind_base = A.B.C.D, MPI_COMM_WORLD rank
  * r asks fi_getinfo for A.B.C.(D+r) as its source (FI_SOURCE) and defaults to
@@ -188,8 +188,7 @@ struct ofi_netdev {
     struct fid_ep *ep;
     fi_addr_t *peers;
     size_t max_msg;
-    int blocking;  /* the CQ has a wait object fi_cq_sread can sleep on */
-    int busy_poll; /* sampi_busy_poll at open time */
+    int blocking; /* the CQ has a wait object fi_cq_sread can sleep on (block mode) */
     /* Contexts of cancelled operations whose completion never came (a send
      * the provider could not cancel): their late completion is swallowed
      * instead of marking whatever request now lives at that address. */
@@ -531,7 +530,7 @@ static enum ofi_stage open_local(struct ofi_netdev *nd, char *name, size_t *name
 
     st = ST_CQ;
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT};
-    if ((rc = sampi_ofi_cq_open(nd->domain, &cq_attr, nd->busy_poll, &nd->cq, &nd->blocking)))
+    if ((rc = sampi_ofi_cq_open(nd->domain, &cq_attr, &nd->cq, &nd->blocking)))
         goto fail;
 
     st = ST_AV;
@@ -650,7 +649,6 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
             nd->deferred_tail[dir] = &nd->deferred[dir];
         nd->base.rank = rank;
         nd->base.size = size;
-        nd->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
         snprintf(nd->provider, sizeof(nd->provider), "%s", provider);
         nd->peers = calloc((size_t)size, sizeof(*nd->peers));
         if (!nd->peers)
@@ -710,10 +708,8 @@ static int ofi_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_netdev *
               "at most %zu sends and %zu receives at the provider",
               nd->info->fabric_attr->prov_name, nd->info->domain_attr->name,
               nd->node[0] ? nd->node : "the provider's choice",
-              nd->busy_poll  ? "busy-polling"
-              : nd->blocking ? "blocking"
-                             : "polling",
-              nd->max_msg, nd->depth[DIR_SEND], nd->depth[DIR_RECV]);
+              nd->blocking ? "blocking" : "polled", nd->max_msg, nd->depth[DIR_SEND],
+              nd->depth[DIR_RECV]);
     *out = &nd->base;
     return 0;
 fail:
@@ -891,10 +887,11 @@ static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, 
             spins = 0;
             continue;
         }
-        if (nd->blocking && !nd->busy_poll) {
+        if (nd->blocking && sampi_wait_mode_now() == SAMPI_WAIT_BLOCK) {
             int ms = sampi_ofi_ms_until(deadline_ns, now);
             if (any_deferred(nd) && nd->refused && ms > REFUSED_SLEEP_MS)
                 ms = REFUSED_SLEEP_MS;
+            sampi_wait_count_sleep();
             got = sleep_cq(nd, ms);
             if (got < 0) {
                 rc = got;
@@ -902,8 +899,8 @@ static int ofi_wait(struct sampi_netdev *base, sampi_netdev_req_t *const *reqs, 
             }
             if (got && count_done(reqs, n) > before)
                 return 0;
-        } else if (!nd->busy_poll) {
-            sampi_backoff(&spins);
+        } else {
+            sampi_wait_pause(&spins);
         }
     }
 fail:

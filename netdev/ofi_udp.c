@@ -44,10 +44,12 @@
  *    option, so the socket is found by its bound name and given
  *    sampi_ofi_udp_rcvbuf bytes (SO_RCVBUFFORCE as root, else capped by
  *    net.core.rmem_max).
- *  - Waiting sleeps in fi_cq_sreadfrom (the CQ's FD wait set holds the
- *    socket), so a rank waiting for a late peer uses no CPU; with
- *    sampi_busy_poll=1 it polls instead.  sread's timeout is in whole
- *    milliseconds, rounded up: recv() may return up to 1 ms after its deadline.
+ *  - Waiting follows the wait mode (src/base/wait_mode.h): poll and yield
+ *    read the CQ between sampi_wait_pause turns; block sleeps in
+ *    fi_cq_sreadfrom (the CQ's FD wait set holds the socket), so a rank
+ *    waiting for a late peer uses no CPU.  sread's timeout is in whole
+ *    milliseconds, rounded up: recv() may return up to 1 ms after its
+ *    deadline in block mode.
  */
 #include "ofi_util.h"
 #include "dgram_backend.h"
@@ -111,12 +113,11 @@ struct udp_dgram {
     struct fid_ep *ep;
     fi_addr_t *peers; /* rank -> AV address */
     int table_order;  /* peers[r] == r for every r: the AV index is the rank */
-    int blocking;     /* rx_cq has an FD wait object for fi_cq_sreadfrom */
-    int busy_poll;
-    int rcvbuf;      /* the socket's receive buffer after set-up, 0 if unknown */
-    uint16_t tag;    /* agreed instance tag (struct wire) */
-    size_t wire_mtu; /* largest datagram sent, our header included */
-    size_t prov_mtu; /* the provider's advertised limit */
+    int blocking;     /* rx_cq has an FD wait object for fi_cq_sreadfrom (block mode) */
+    int rcvbuf;       /* the socket's receive buffer after set-up, 0 if unknown */
+    uint16_t tag;     /* agreed instance tag (struct wire) */
+    size_t wire_mtu;  /* largest datagram sent, our header included */
+    size_t prov_mtu;  /* the provider's advertised limit */
     unsigned char *txbuf;
     struct rx_slot slots[UDP_RX_SLOTS];
     unsigned char *slab;
@@ -331,7 +332,7 @@ static enum udp_stage open_local(struct udp_dgram *dg, char *name, size_t *namel
 
     st = ST_CQ;
     struct fi_cq_attr rx_attr = {.format = FI_CQ_FORMAT_MSG, .size = UDP_RX_SLOTS};
-    if ((rc = sampi_ofi_cq_open(dg->domain, &rx_attr, dg->busy_poll, &dg->rx_cq, &dg->blocking)))
+    if ((rc = sampi_ofi_cq_open(dg->domain, &rx_attr, &dg->rx_cq, &dg->blocking)))
         goto fail;
     /* Injected sends write no completion, but the provider will not enable
      * an endpoint without a transmit CQ. */
@@ -390,8 +391,8 @@ fail:
 
 /* One read of the receive CQ: what fi_cq_readfrom returned when it found a
  * completion (or an error to read), else, before the deadline, after waiting
- * as the endpoint waits (sleeping in fi_cq_sreadfrom, or backing off, or
- * not at all when busy-polling); -FI_ETIMEDOUT once the deadline passed. */
+ * as the wait mode says (sleeping in fi_cq_sreadfrom in block mode, one
+ * sampi_wait_pause turn otherwise); -FI_ETIMEDOUT once the deadline passed. */
 static ssize_t next_completion(struct udp_dgram *dg, struct fi_cq_msg_entry *e, fi_addr_t *src,
                                int64_t deadline_ns, unsigned *spins)
 {
@@ -401,13 +402,12 @@ static ssize_t next_completion(struct udp_dgram *dg, struct fi_cq_msg_entry *e, 
     int64_t now = sampi_now_ns();
     if (now >= deadline_ns)
         return -FI_ETIMEDOUT;
-    if (dg->busy_poll)
-        return rc;
-    if (!dg->blocking) {
-        sampi_backoff(spins);
+    if (!dg->blocking || sampi_wait_mode_now() != SAMPI_WAIT_BLOCK) {
+        sampi_wait_pause(spins);
         return rc;
     }
     *src = FI_ADDR_NOTAVAIL;
+    sampi_wait_count_sleep();
     return fi_cq_sreadfrom(dg->rx_cq, e, 1, src, NULL, sampi_ofi_ms_until(deadline_ns, now));
 }
 
@@ -427,7 +427,7 @@ static int self_check(struct udp_dgram *dg)
     while ((rc = fi_inject(dg->ep, dg->txbuf, dg->wire_mtu, dg->peers[dg->base.rank])) ==
                -FI_EAGAIN &&
            ++tries < 1000)
-        sampi_backoff(&spins);
+        sampi_wait_pause(&spins);
     if (rc)
         return 0;
     int64_t deadline = sampi_now_ns() + (int64_t)UDP_CHECK_MS * 1000000;
@@ -481,7 +481,6 @@ static int udp_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram **
         dg->base.ops = &udp_ops;
         dg->base.rank = rank;
         dg->base.size = size;
-        dg->busy_poll = (int)sampi_cvar_int(SAMPI_CVAR_BUSY_POLL);
         snprintf(dg->addr, sizeof(dg->addr), "%s", addr);
         dg->peers = calloc((size_t)size, sizeof(*dg->peers));
         names = calloc((size_t)size, UDP_NAME_MAX);
@@ -531,10 +530,7 @@ static int udp_open(MPI_Comm comm, struct sampi_waiter *w, struct sampi_dgram **
     sampi_log(SAMPI_LOG_SETUP,
               "ofi-udp: domain %s, %s, mtu %zu, %s waits, socket receive buffer %d bytes",
               dg->info->domain_attr->name, dg->addr, dg->base.mtu,
-              dg->busy_poll  ? "busy-polling"
-              : dg->blocking ? "blocking"
-                             : "polling",
-              dg->rcvbuf);
+              dg->blocking ? "blocking" : "polled", dg->rcvbuf);
     *out = &dg->base;
     return 0;
 fail:

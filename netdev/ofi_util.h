@@ -5,6 +5,8 @@
 #ifndef SAMPI_OFI_UTIL_H
 #define SAMPI_OFI_UTIL_H
 
+#include "wait_mode.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <rdma/fabric.h>
@@ -51,13 +53,14 @@ static inline void sampi_ofi_close_all(struct fid_ep *ep, struct fid_av *av, str
         fi_freeinfo(info);
 }
 
-/* fi_cq_open with a wait object that sleeps (FI_WAIT_FD) unless busy_poll;
- * a provider without one (shm) gets FI_WAIT_NONE, polled with back-off.
- * fi_cq_open's code; *blocking says whether waits on it can sleep. */
+/* fi_cq_open with a wait object that sleeps (FI_WAIT_FD) in the block wait
+ * mode, FI_WAIT_NONE otherwise (polled as the mode says); a provider without
+ * one (shm) gets FI_WAIT_NONE.  fi_cq_open's code; *blocking says whether
+ * waits on it can sleep in the kernel. */
 static inline int sampi_ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-                                    int busy_poll, struct fid_cq **cq, int *blocking)
+                                    struct fid_cq **cq, int *blocking)
 {
-    attr->wait_obj = busy_poll ? FI_WAIT_NONE : FI_WAIT_FD;
+    attr->wait_obj = sampi_wait_mode_now() == SAMPI_WAIT_BLOCK ? FI_WAIT_FD : FI_WAIT_NONE;
     int rc = fi_cq_open(domain, attr, cq, NULL);
     if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
         attr->wait_obj = FI_WAIT_NONE;

@@ -14,7 +14,7 @@ int MPI_Init(int *argc, char ***argv)
 {
     sampi_runtime_init();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS && sampi_runtime_mpi_ready())
+    if (rc == MPI_SUCCESS && sampi_runtime_mpi_start())
         sampi_selective_init();
     return rc;
 }
@@ -23,7 +23,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     sampi_runtime_init();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS && sampi_runtime_mpi_ready())
+    if (rc == MPI_SUCCESS && sampi_runtime_mpi_start())
         sampi_selective_init();
     return rc;
 }

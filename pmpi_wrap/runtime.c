@@ -18,9 +18,11 @@
 #include "algos.h"
 #include "auto.h"
 #include "comm.h"
+#include "node.h"
 #include "revoke.h"
 #include "sampi_internal.h"
 #include "tracker.h"
+#include "wait_mode.h"
 #include "wrap.h"
 
 #include <dlfcn.h>
@@ -54,6 +56,24 @@ void sampi_runtime_init(void)
     pthread_once(&config_once, load_config);
 }
 
+/* How this process waits (src/base/wait_mode.h), decided once from the
+ * node: collectively when every rank of MPI_COMM_WORLD is here. */
+static void resolve_wait_mode(int collective)
+{
+    struct sampi_node_facts f;
+    sampi_node_facts_gather(&f, collective);
+    sampi_wait_mode_resolve(&f);
+}
+
+int sampi_runtime_mpi_start(void)
+{
+    int initialized = 0;
+    PMPI_Initialized(&initialized);
+    if (initialized && !sampi_wait_mode_resolved())
+        resolve_wait_mode(1);
+    return sampi_runtime_mpi_ready();
+}
+
 int sampi_runtime_mpi_ready(void)
 {
     if (atomic_load_explicit(&mpi_ready, memory_order_acquire))
@@ -72,19 +92,22 @@ int sampi_runtime_mpi_ready(void)
         sampi_log_set_rank(rank);
         sampi_revoked_code(); /* registered now, while every thread is quiet */
         sampi_auto_tuning_load();
+        if (!sampi_wait_mode_resolved())
+            resolve_wait_mode(0);
         if (sampi_comm_init(comm_owners, sizeof(comm_owners) / sizeof(comm_owners[0])) == 0) {
             atomic_store_explicit(&mpi_ready, 1, memory_order_release);
             if (rank == 0) {
-                char algo[64], nd[64];
+                char algo[64], nd[64], wait[400];
                 Dl_info dl;
                 const char *lib = dladdr((void *)sampi_runtime_mpi_ready, &dl) && dl.dli_fname
                                       ? dl.dli_fname
                                       : "(location unknown)";
                 sampi_log(SAMPI_LOG_INFO,
-                          "SAMPI %s (%s) active on %d rank%s: algorithm=%s netdev=%s",
+                          "SAMPI %s (%s) active on %d rank%s: algorithm=%s netdev=%s wait=%s",
                           PACKAGE_VERSION, lib, size, size == 1 ? "" : "s",
                           sampi_cvar_text(SAMPI_CVAR_ALGORITHM, algo, sizeof(algo)),
-                          sampi_cvar_text(SAMPI_CVAR_NETDEV, nd, sizeof(nd)));
+                          sampi_cvar_text(SAMPI_CVAR_NETDEV, nd, sizeof(nd)),
+                          sampi_wait_mode_describe(wait, sizeof(wait)));
             }
         }
     }

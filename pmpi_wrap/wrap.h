@@ -38,6 +38,11 @@ void sampi_runtime_init(void);
 /* True once MPI is initialised (and not finalised) and SAMPI's MPI-side state
  * is set up; sets it up on first use.  SAMPI stays out of the way otherwise. */
 int sampi_runtime_mpi_ready(void);
+/* The same from MPI_Init and MPI_Init_thread, where every rank of
+ * MPI_COMM_WORLD is: the wait mode is decided from the node collectively
+ * (src/base/node.h); the lazy path of sampi_runtime_mpi_ready decides it
+ * from what this process can see alone. */
+int sampi_runtime_mpi_start(void);
 /* Releases every communicator's data path; called from MPI_Finalize before
  * PMPI_Finalize. */
 void sampi_runtime_fini(void);

@@ -8,6 +8,7 @@
  */
 #include "wait.h"
 #include "clock.h"
+#include "wait_mode.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
@@ -111,7 +112,7 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
                 return rc;
             slice_end = sampi_waiter_slice_end(w);
         }
-        sampi_backoff(&spins);
+        sampi_wait_pause(&spins);
     }
 }
 

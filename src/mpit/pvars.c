@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "stats.h"
 #include "tracker.h"
+#include "wait_mode.h"
 
 #include <mpi.h>
 
@@ -100,6 +101,22 @@ static void fetch_arrival_skew_sum(struct sampi_comm *c, void *out, int n)
 static void fetch_arrival_skew_max(struct sampi_comm *c, void *out, int n)
 {
     fetch_one(&stats_of(c)->arrival_skew_max_ns, out, n);
+}
+
+static void fetch_wait_mode(struct sampi_comm *c, void *out, int n)
+{
+    (void)c;
+    int *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = (int)sampi_wait_mode_now();
+}
+
+static void fetch_wait_sleeps(struct sampi_comm *c, void *out, int n)
+{
+    (void)c;
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_wait_sleeps();
 }
 
 static void fetch_algorithm_last(struct sampi_comm *c, void *out, int n)

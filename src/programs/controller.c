@@ -373,7 +373,7 @@ int main(int argc, char **argv)
         if (got)
             spins = 0;
         else
-            sampi_backoff(&spins);
+            sampi_wait_pause(&spins);
     }
     if (c.launched && sampi_log_enabled(SAMPI_LOG_INFO))
         sampi_log(SAMPI_LOG_INFO,

@@ -20,6 +20,7 @@
 #include "netdev.h"
 #include "pin.h"
 #include "sampi.h"
+#include "wait_mode.h"
 
 #include <mpi.h>
 
@@ -594,6 +595,9 @@ static void print_header(int mpi_up)
     int hw = sampi_pin_describe(detail, sizeof(detail));
     field("hwloc", "built with %s; %s%s", SAMPI_HWLOC_VERSION, hw ? "not usable here: " : "",
           detail);
+    /* this process's: under mpirun, rank 0's view of its node */
+    field("Wait mode", "%s",
+          mpi_up ? sampi_wait_mode_describe(detail, sizeof(detail)) : "not decided (no MPI)");
 
     path("Data path mpi", mpi_up ? 0 : -1,
          mpi_up ? "PMPI point-to-point on a private communicator; always built"

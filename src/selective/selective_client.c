@@ -101,7 +101,7 @@ static int wait_req(MPI_Request *req, MPI_Status *st, int64_t deadline)
             PMPI_Request_free(req);
             return -ETIMEDOUT;
         }
-        sampi_backoff(&spins);
+        sampi_wait_pause(&spins);
     }
 }
 

@@ -158,7 +158,7 @@ static int send_retry(struct sampi_dgram *dg, int peer, const void *buf, size_t 
         int rc = dg->ops->send(dg, peer, buf, len);
         if (rc != -EAGAIN || sampi_now_ns() > deadline)
             return rc;
-        sampi_backoff(&spins);
+        sampi_wait_pause(&spins);
     }
 }
 

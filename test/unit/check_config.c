@@ -69,9 +69,9 @@ END_TEST
 
 START_TEST(booleans)
 {
-    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "yes"), 1);
-    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "OFF"), 0);
-    parse_bad(SAMPI_CVAR_BUSY_POLL, "maybe", "true");
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_CHECK_ARGS, "yes"), 1);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_CHECK_ARGS, "OFF"), 0);
+    parse_bad(SAMPI_CVAR_CHECK_ARGS, "maybe", "true");
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include "pvars.h"
 #include "stats.h"
 #include "suites.h"
+#include "wait_mode.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -668,11 +669,11 @@ START_TEST(cvar_read_write_and_refusals)
     v = -5;
     ck_assert_int_eq(sampi_mpit_cvar_write(&fake, timeout, &v), MPI_T_ERR_INVALID);
     MPI_T_cvar_handle poll = alloc_cvar("sampi_busy_poll", NULL, NULL);
-    v = 2;
+    v = SAMPI_WAIT__COUNT;
     ck_assert_int_eq(sampi_mpit_cvar_write(&fake, poll, &v), MPI_T_ERR_INVALID);
-    v = 1;
+    v = SAMPI_WAIT_POLL;
     ck_assert_int_eq(sampi_mpit_cvar_write(&fake, poll, &v), MPI_SUCCESS);
-    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_BUSY_POLL), 1);
+    ck_assert_int_eq(sampi_cvar_int(SAMPI_CVAR_BUSY_POLL), SAMPI_WAIT_POLL);
 
     int count = 0;
     MPI_T_cvar_handle prov = alloc_cvar("sampi_ofi_provider", NULL, &count);

@@ -61,5 +61,6 @@ Suite *sampi_module_suite(void);
 Suite *sampi_optireduce_repair_suite(void);
 Suite *sampi_autosel_suite(void);
 Suite *sampi_tuning_suite(void);
+Suite *sampi_wait_mode_suite(void);
 
 #endif
