@@ -114,6 +114,7 @@ struct config {
     int nspecs;
     int straggler;   /* -1: nobody is late */
     double delay_ms; /* < 0: not given */
+    bool spin;       /* --straggle-by spin: the straggler computes instead of sleeping */
     /* --net-tail: a network tail emulated for the reliable entries */
     double tail_pct;      /* < 0: off */
     double tail_delay_ms; /* how late a late datagram is */
@@ -286,6 +287,14 @@ static int opt_delay(struct config *cfg, const char *arg)
     return 0;
 }
 
+static int opt_straggle_by(struct config *cfg, const char *arg)
+{
+    if (strcmp(arg, "sleep") && strcmp(arg, "spin"))
+        return fail_opt("--straggle-by: '%s' is not sleep or spin", arg);
+    cfg->spin = strcmp(arg, "spin") == 0;
+    return 0;
+}
+
 /* --net-tail PCT:MS[:DGRAM]: PCT percent of the datagrams a rank receives are
  * MS milliseconds late; datagrams of DGRAM bytes (default 64 KiB, optireduce's
  * on loopback and in the testbed). */
@@ -347,6 +356,8 @@ static const struct option_row option_rows[] = {
      "comma-separated entries NAME or NAME@NETDEV, run interleaved (default native,auto)"},
     {"straggler", 0, "RANK", opt_straggler, 0, "this rank is late before every call"},
     {"delay-ms", 0, "D", opt_delay, 0, "how late the straggler is, in milliseconds"},
+    {"straggle-by", 0, "HOW", opt_straggle_by, 0,
+     "sleep (default: gives its core away) or spin (computes, as with a core per rank)"},
     {"net-tail", 0, "PCT:MS[:DGRAM]", opt_net_tail, 0,
      "emulate a network tail for reliable entries: PCT% of datagrams MS late"},
     {"samples", 0, NULL, FLAG(samples),
@@ -975,8 +986,26 @@ static void straggle(const struct bench *b)
     double ms = b->cfg.delay_ms;
     struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
 
-    /* A sleep, not a spin: on a shared core a spinning straggler would steal
-     * the cycles the other ranks need to make progress. */
+    /* By default a sleep, not a spin: on a shared core a spinning straggler
+     * would steal the cycles the other ranks need to make progress.  With a
+     * core per rank a real straggler computes, and its core stays awake: a
+     * core idle for milliseconds wakes up cold (p = 2, one rank per core,
+     * 1 MiB: native took 3-5x longer after a 2 ms sleep, 1.4x after a
+     * 2 ms spin), which --straggle-by spin leaves out. */
+    if (b->cfg.spin) {
+        struct timespec now, end;
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        end.tv_sec += ts.tv_sec;
+        end.tv_nsec += ts.tv_nsec;
+        if (end.tv_nsec >= 1000000000L) {
+            end.tv_sec++;
+            end.tv_nsec -= 1000000000L;
+        }
+        do
+            clock_gettime(CLOCK_MONOTONIC, &now);
+        while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+        return;
+    }
     while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
         ;
 }
@@ -1128,6 +1157,7 @@ struct result {
     bool inplace;
     int validated; /* -1: not checked */
     double delay_ms;
+    const char *straggle_by;        /* NULL: no straggler */
     double tail_pct, tail_delay_ms; /* NaN: no --net-tail */
     bool tail_emulated;
     double avg, min, max;
@@ -1257,6 +1287,7 @@ static void result_init(const struct bench *b, const struct entry *e, size_t byt
     res->warmup = warmup;
     res->straggler = b->cfg.straggler;
     res->delay_ms = b->cfg.straggler >= 0 ? b->cfg.delay_ms : NAN;
+    res->straggle_by = b->cfg.straggler < 0 ? NULL : b->cfg.spin ? "spin" : "sleep";
     res->tail_pct = b->cfg.tail_pct >= 0 ? b->cfg.tail_pct : NAN;
     res->tail_delay_ms = b->cfg.tail_pct >= 0 ? b->cfg.tail_delay_ms : NAN;
     res->tail_emulated = e->tail;
@@ -1347,6 +1378,7 @@ static const struct field fields[] = {
     {"errors", NULL, 0, F_INT, R(errors), SHOW_JSON},
     {"straggler", NULL, 0, F_RANK, R(straggler), SHOW_JSON},
     {"delay_ms", NULL, 0, F_DBL, R(delay_ms), SHOW_JSON},
+    {"straggle_by", NULL, 0, F_OPTSTR, R(straggle_by), SHOW_JSON},
     {"net_tail_pct", NULL, 0, F_DBL, R(tail_pct), SHOW_JSON},
     {"net_tail_delay_ms", NULL, 0, F_DBL, R(tail_delay_ms), SHOW_JSON},
     {"net_tail_emulated", NULL, 0, F_BOOL, R(tail_emulated), SHOW_JSON},
@@ -1538,8 +1570,8 @@ static void print_header(const struct bench *b)
         fprintf(f, " %s", b->ent[i].spec->spec);
     fputc('\n', f);
     if (b->cfg.straggler >= 0)
-        fprintf(f, "# straggler: rank %d sleeps %.3f ms before every call\n", b->cfg.straggler,
-                b->cfg.delay_ms);
+        fprintf(f, "# straggler: rank %d %s %.3f ms before every call\n", b->cfg.straggler,
+                b->cfg.spin ? "spins" : "sleeps", b->cfg.delay_ms);
     else
         fprintf(f, "# straggler: none\n");
     if (b->cfg.tail_pct >= 0)

@@ -7,6 +7,10 @@
  * lands, overlapping the reduction with the transfer of the next segments.
  * This is the one place where SAMPI's exact algorithms reduce data.
  *
+ * Not in place, the rank's own values are read from sendbuf until a round
+ * needs them in recvbuf (own_ranges.h): no pass copies the whole vector
+ * first.
+ *
  * Waiting: in slices of the communicator's waiter (wait.h), so that a late
  * peer is waited for without end unless the user set sampi_timeout_ms, a
  * long silence is reported naming the peers this rank waits for, and a
@@ -20,6 +24,7 @@
  */
 #include "executor.h"
 #include "netdev.h"
+#include "own_ranges.h"
 #include "sampi_internal.h"
 #include "stats.h"
 #include "wait.h"
@@ -80,6 +85,87 @@ static int send_still_reads(const struct sampi_round *rd, size_t seg, size_t nse
     return 0;
 }
 
+/* ------------------------------------------------------------ own values */
+
+/* Reductions that bring their range in from sendbuf do it this many bytes at
+ * a time, so that the reduction reads the copy from the cache. */
+enum { OWN_BLOCK_BYTES = 8192 };
+
+struct own_copy {
+    char *dst;
+    const char *src;
+    size_t ext;
+};
+
+static void copy_part(void *arg, size_t lo, size_t hi)
+{
+    const struct own_copy *c = arg;
+    memcpy(c->dst + lo * c->ext, c->src + lo * c->ext, (hi - lo) * c->ext);
+}
+
+/* recvbuf gets the parts of [lo, hi) of the rank's value it lacks. */
+static int own_bring(const struct sampi_coll_args *a, struct sampi_own_ranges *own, size_t lo,
+                     size_t hi)
+{
+    struct own_copy c = {a->recvbuf, a->sendbuf, a->dt.extent};
+    return sampi_own_fill(own, lo, hi, copy_part, &c);
+}
+
+/* Where a send of [lo, lo + len) reads the rank's current value: recvbuf
+ * once it holds the range, sendbuf while it holds none of it. */
+static const void *send_source(const struct sampi_coll_args *a, struct sampi_own_ranges *own,
+                               size_t lo, size_t len, int *rc)
+{
+    const size_t ext = a->dt.extent;
+    enum sampi_own_cover cov = sampi_own_cover(own, lo, lo + len);
+    if (cov == SAMPI_OWN_NONE)
+        return (const char *)a->sendbuf + lo * ext;
+    if (cov == SAMPI_OWN_PART)
+        *rc = own_bring(a, own, lo, lo + len);
+    return (char *)a->recvbuf + lo * ext;
+}
+
+/* A received segment `in` of [lo, lo + len) meets the rank's value in
+ * recvbuf: REDUCE leaves in OP own there, REDUCE_SWAP own OP in, both as the
+ * kernels order their operands.  A range recvbuf holds none of is brought
+ * in block by block, each just before its reduction. */
+static int reduce_segment(const struct sampi_coll_args *a, struct sampi_own_ranges *own,
+                          enum sampi_recv_action action, size_t lo, size_t len, char *in)
+{
+    const size_t ext = a->dt.extent;
+    char *vec = (char *)a->recvbuf + lo * ext;
+    enum sampi_own_cover cov = sampi_own_cover(own, lo, lo + len);
+    if (cov == SAMPI_OWN_NONE) {
+        const char *mine = (const char *)a->sendbuf + lo * ext;
+        if (action == SAMPI_RECV_REDUCE_SWAP) {
+            a->reduce(in, mine, len);
+            memcpy(vec, in, len * ext);
+        } else {
+            size_t block = OWN_BLOCK_BYTES / ext ? OWN_BLOCK_BYTES / ext : 1;
+            for (size_t k = 0; k < len; k += block) {
+                size_t m = len - k < block ? len - k : block;
+                memcpy(vec + k * ext, mine + k * ext, m * ext);
+                a->reduce(vec + k * ext, in + k * ext, m);
+            }
+        }
+        return sampi_own_mark(own, lo, lo + len);
+    }
+    if (cov == SAMPI_OWN_PART) {
+        int rc = own_bring(a, own, lo, lo + len);
+        if (rc)
+            return rc;
+    }
+    if (action == SAMPI_RECV_REDUCE) {
+        a->reduce(vec, in, len);
+    } else {
+        a->reduce(in, vec, len);
+        memcpy(vec, in, len * ext);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ rounds */
+
 /* Whom this rank still waits for in a round, for a stall warning. */
 static void waiting_for(const struct sampi_round *rd, size_t nrecv, const struct round_state *st,
                         char *buf, size_t len)
@@ -94,7 +180,7 @@ static void waiting_for(const struct sampi_round *rd, size_t nrecv, const struct
 
 static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, uint64_t seq,
                      int index, const struct sampi_round *rd, size_t seg, char *scratch,
-                     struct round_state *st, struct sampi_waiter *w)
+                     struct round_state *st, struct sampi_own_ranges *own, struct sampi_waiter *w)
 {
     const size_t ext = a->dt.extent;
     char *buf = a->recvbuf;
@@ -117,7 +203,10 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
     }
     for (size_t s = 0; s < nsend; s++, posted++) {
         size_t off = s * seg, len = rd->send.count - off < seg ? rd->send.count - off : seg;
-        rc = nd->ops->isend(nd, buf + (rd->send.offset + off) * ext, len * ext, rd->send.peer,
+        const void *src = send_source(a, own, rd->send.offset + off, len, &rc);
+        if (rc)
+            goto fail;
+        rc = nd->ops->isend(nd, src, len * ext, rd->send.peer,
                             sampi_netdev_tag(seq, (unsigned)index, (unsigned)s),
                             &st->reqs[nrecv + s]);
         if (rc)
@@ -157,7 +246,6 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
             if (i < nrecv && !st->reduced[i]) {
                 size_t off = i * seg;
                 size_t len = rd->recv.count - off < seg ? rd->recv.count - off : seg;
-                char *vec = buf + (rd->recv.offset + off) * ext;
                 if (rd->action != SAMPI_RECV_COPY &&
                     send_still_reads(rd, seg, nsend, &st->reqs[nrecv], rd->recv.offset + off,
                                      rd->recv.offset + off + len)) {
@@ -166,12 +254,12 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
                 }
                 st->reduced[i] = 1;
                 progressed = 1;
-                if (rd->action == SAMPI_RECV_REDUCE) {
-                    a->reduce(vec, scratch + off * ext, len);
-                } else if (rd->action == SAMPI_RECV_REDUCE_SWAP) {
-                    a->reduce(scratch + off * ext, vec, len);
-                    memcpy(vec, scratch + off * ext, len * ext);
-                }
+                rc = rd->action == SAMPI_RECV_COPY
+                         ? sampi_own_mark(own, rd->recv.offset + off, rd->recv.offset + off + len)
+                         : reduce_segment(a, own, rd->action, rd->recv.offset + off, len,
+                                          scratch + off * ext);
+                if (rc)
+                    goto fail;
             }
         }
         if (progressed)
@@ -217,16 +305,19 @@ int sampi_execute_rounds_seq(const struct sampi_coll_args *a, const struct sampi
     char *scratch = scratch_elems ? x->host->scratch(x->owner, scratch_elems * ext) : NULL;
     if (scratch_elems && !scratch)
         return -ENOMEM;
-    if (a->sendbuf != MPI_IN_PLACE)
-        memcpy(a->recvbuf, a->sendbuf, a->count * ext);
+    struct sampi_own_ranges own;
+    sampi_own_init(&own, a->sendbuf == MPI_IN_PLACE);
 
     struct sampi_waiter w;
     x->host->waiter(x->owner, &w, "the data exchange");
     for (int i = 0; i < nrounds && !rc; i++) {
         if (rounds[i].send.peer < 0 && rounds[i].recv.peer < 0)
             continue;
-        rc = run_round(a, x->nd, seq, i, &rounds[i], seg, scratch, &st, &w);
+        rc = run_round(a, x->nd, seq, i, &rounds[i], seg, scratch, &st, &own, &w);
     }
+    if (!rc)
+        rc = own_bring(a, &own, 0, a->count); /* what no round brought in */
+    sampi_own_free(&own);
     free(st.reqs);
     free(st.pending);
     free(st.reduced);

@@ -13,9 +13,11 @@ typedef int (*sampi_schedule_builder)(int p, int rank, size_t count, struct samp
                                       int max_rounds);
 typedef int (*sampi_schedule_rounds)(int p);
 
-/* Copy sendbuf to recvbuf (unless in place), build this rank's schedule and
- * run it: per round, post every segment's receive and send, and reduce or
- * copy each received segment as it lands.  0 or a negative errno. */
+/* Build this rank's schedule and run it: per round, post every segment's
+ * receive and send, and reduce or copy each received segment as it lands;
+ * not in place, the rank's own values come from sendbuf as the rounds need
+ * them (own_ranges.h), and recvbuf holds the whole result at the end.  0 or
+ * a negative errno. */
 int sampi_execute_schedule(const struct sampi_coll_args *args, sampi_schedule_builder build,
                            sampi_schedule_rounds rounds);
 
