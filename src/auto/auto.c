@@ -40,6 +40,9 @@ struct sampi_auto_state {
  * its state is freed; MPI_COMM_WORLD rank 0 writes it at MPI_Finalize. */
 static struct sampi_tuning kept, learned;
 static uint64_t kept_hash;
+/* The file was there but ignored (unreadable, malformed, too large, another
+ * layout): it is never overwritten, what this run learned goes beside it. */
+static int kept_ignored;
 static pthread_mutex_t tuning_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sampi_auto_tuning_load(void)
@@ -50,7 +53,9 @@ void sampi_auto_tuning_load(void)
     sampi_cvar_text(SAMPI_CVAR_TUNING_FILE, path, sizeof(path));
     if (!path[0])
         return;
-    if (sampi_tuning_load(path, sampi_tuning_layout_here(), &kept) == 0 && kept.n)
+    int rc = sampi_tuning_load(path, sampi_tuning_layout_here(), &kept);
+    kept_ignored = rc < 0;
+    if (rc == 0 && kept.n)
         sampi_log(SAMPI_LOG_SETUP, "auto: %zu learned entries loaded from %s", kept.n, path);
     kept_hash = kept.n ? sampi_tuning_hash(&kept) : 0;
 }
@@ -74,8 +79,17 @@ void sampi_auto_tuning_save(void)
                 sampi_tuning_put(&learned, &kept.e[i]);
         learned.layout = sampi_tuning_layout_here();
         learned.has_layout = 1;
-        if (sampi_tuning_save(path, &learned) == 0)
+        if (kept_ignored) {
+            /* cannot overflow: path is shorter than SAMPI_CVAR_STRING_MAX */
+            char beside[SAMPI_CVAR_STRING_MAX + 8];
+            snprintf(beside, sizeof(beside), "%s.new", path);
+            if (sampi_tuning_save(beside, &learned) == 0)
+                sampi_log_warn("tuning file '%s' was ignored at start-up, so it is left as it "
+                               "is; the %zu entries this run learned are in '%s'",
+                               path, learned.n, beside);
+        } else if (sampi_tuning_save(path, &learned) == 0) {
             sampi_log(SAMPI_LOG_INFO, "auto: %zu learned entries written to %s", learned.n, path);
+        }
     }
     sampi_tuning_free(&learned);
     sampi_tuning_free(&kept);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A file this large is not a tuning file (one line per size, bucket and
@@ -652,14 +653,40 @@ fail:
 
 /* ------------------------------------------------------------ files */
 
-/* The whole file as a string.  0, -ENOENT, -EFBIG, -EINVAL (a NUL byte:
- * not text, and the parser would stop there), or another -errno. */
+/* Opened without blocking, and kept only when it is a regular file: a FIFO
+ * named by mistake would otherwise block every rank in open() at start-up
+ * (and a character device such as /dev/zero read on without end).  A
+ * stream, or NULL with errno set (ENODEV: not a regular file). */
+static FILE *open_regular(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    int e = fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : ENODEV;
+    if (e) {
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+/* The whole file as a string.  0, -ENOENT, -ENODEV (not a regular file),
+ * -EFBIG (over MAX_FILE_BYTES), -EINVAL (a NUL byte: not text, and the
+ * parser would stop there), or another -errno. */
 static int read_text(const char *path, char **text)
 {
     int rc = 0;
     size_t n = 0, cap = 4096;
     char *buf = NULL;
-    FILE *f = fopen(path, "re");
+    FILE *f = open_regular(path);
     *text = NULL;
     if (!f)
         return -errno;
@@ -717,6 +744,18 @@ int sampi_tuning_load(const char *path, uint64_t layout, struct sampi_tuning *t)
         sampi_log_warn("tuning file '%s' is not text (it holds a NUL byte); ignored, auto "
                        "learns from scratch",
                        path);
+        goto fail;
+    }
+    if (rc == -ENODEV) {
+        sampi_log_warn("tuning file '%s' is not a regular file; ignored, auto learns from "
+                       "scratch",
+                       path);
+        goto fail;
+    }
+    if (rc == -EFBIG) {
+        sampi_log_warn("tuning file '%s' is larger than %zu MiB, the most a tuning file may "
+                       "hold; ignored, auto learns from scratch",
+                       path, MAX_FILE_BYTES >> 20);
         goto fail;
     }
     if (rc < 0) {

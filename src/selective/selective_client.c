@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum sel_mode { MODE_OFF, MODE_API, MODE_ALLREDUCE };
@@ -199,6 +200,31 @@ static void controller_path(char *out, size_t len)
     snprintf(out, len, "sampi-controller");
 }
 
+/* Whether `path` names a program that can run here: a file with execute
+ * permission, or a bare name found so on PATH.  Open MPI aborts the whole
+ * job when MPI_Comm_spawn cannot start its program, whatever the error
+ * handler says, so this is asked first.  0, or a negative errno. */
+static int controller_runnable(const char *path)
+{
+    struct stat st;
+    if (strchr(path, '/'))
+        return stat(path, &st) < 0      ? -errno
+               : !S_ISREG(st.st_mode)   ? -EISDIR
+               : access(path, X_OK) < 0 ? -errno
+                                        : 0;
+    const char *d = getenv("PATH");
+    while (d && *d) {
+        size_t n = strcspn(d, ":");
+        char full[PATH_MAX];
+        int w = snprintf(full, sizeof(full), "%.*s/%s", (int)n, d, path);
+        if (n > 0 && w > 0 && (size_t)w < sizeof(full) && stat(full, &st) == 0 &&
+            S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+            return 0;
+        d += n + (d[n] == ':');
+    }
+    return -ENOENT;
+}
+
 /* ------------------------------------------------------------ spawn */
 
 void sampi_selective_init(void)
@@ -233,6 +259,23 @@ void sampi_selective_init(void)
     }
     char path[PATH_MAX];
     controller_path(path, sizeof(path));
+    /* rank 0 starts it (the spawn's root): its answer holds for every rank */
+    int runnable = S.rank == 0 ? controller_runnable(path) : 0;
+    PMPI_Bcast(&runnable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (runnable) {
+        char set[8];
+        if (S.rank == 0)
+            sampi_log_warn("selective reduce: the controller %s'%s' cannot be run here (%s)%s; "
+                           "sampi_selective_mode is off for this run",
+                           sampi_cvar_text(SAMPI_CVAR_SELECTIVE_CONTROLLER, set, sizeof(set))[0]
+                               ? "named by sampi_selective_controller, "
+                               : "",
+                           path, strerror(-runnable),
+                           strchr(path, '/') ? "" : " (searched on PATH)");
+        for (int i = 1; i < argc; i += 2)
+            free(argv[i]);
+        return;
+    }
 
     MPI_Errhandler old;
     PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
