@@ -115,6 +115,11 @@ struct config {
     int straggler;   /* -1: nobody is late */
     double delay_ms; /* < 0: not given */
     bool spin;       /* --straggle-by spin: the straggler computes instead of sleeping */
+    /* --straggle-pattern: 0 the same delay every call; JITTER a delay drawn
+     * in [0, D]; PHASES late for `phase` calls, then on time for as many */
+    enum { PATTERN_CONSTANT, PATTERN_JITTER, PATTERN_PHASES } pattern;
+    int phase;
+    char pattern_name[32]; /* as given, for the JSON */
     /* --net-tail: a network tail emulated for the reliable entries */
     double tail_pct;      /* < 0: off */
     double tail_delay_ms; /* how late a late datagram is */
@@ -295,6 +300,23 @@ static int opt_straggle_by(struct config *cfg, const char *arg)
     return 0;
 }
 
+/* --straggle-pattern constant | jitter | phases:N */
+static int opt_straggle_pattern(struct config *cfg, const char *arg)
+{
+    if (strcmp(arg, "constant") == 0)
+        cfg->pattern = PATTERN_CONSTANT;
+    else if (strcmp(arg, "jitter") == 0)
+        cfg->pattern = PATTERN_JITTER;
+    else if (strncmp(arg, "phases:", 7) == 0 && !parse_int(arg + 7, 1, 1000000, &cfg->phase))
+        cfg->pattern = PATTERN_PHASES;
+    else
+        return fail_opt("--straggle-pattern: '%s' is not constant, jitter or phases:N (N calls "
+                        "late, N on time; 1 <= N <= 1000000)",
+                        arg);
+    snprintf(cfg->pattern_name, sizeof(cfg->pattern_name), "%s", arg);
+    return 0;
+}
+
 /* --net-tail PCT:MS[:DGRAM]: PCT percent of the datagrams a rank receives are
  * MS milliseconds late; datagrams of DGRAM bytes (default 64 KiB, optireduce's
  * on loopback and in the testbed). */
@@ -358,6 +380,9 @@ static const struct option_row option_rows[] = {
     {"delay-ms", 0, "D", opt_delay, 0, "how late the straggler is, in milliseconds"},
     {"straggle-by", 0, "HOW", opt_straggle_by, 0,
      "sleep (default: gives its core away) or spin (computes, as with a core per rank)"},
+    {"straggle-pattern", 0, "PAT", opt_straggle_pattern, 0,
+     "constant (default), jitter (delay uniform in [0, D], seeded) or phases:N (N calls late, N "
+     "on time)"},
     {"net-tail", 0, "PCT:MS[:DGRAM]", opt_net_tail, 0,
      "emulate a network tail for reliable entries: PCT% of datagrams MS late"},
     {"samples", 0, NULL, FLAG(samples),
@@ -473,6 +498,8 @@ static int check_config(const struct config *cfg, int np)
                         cfg->dt->name);
     if ((cfg->straggler >= 0) != (cfg->delay_ms >= 0))
         return fail_opt("--straggler and --delay-ms go together");
+    if (cfg->straggler < 0 && (cfg->spin || cfg->pattern_name[0]))
+        return fail_opt("--straggle-by and --straggle-pattern need --straggler");
     if (cfg->straggler >= np)
         return fail_opt("--straggler %d: there are only %d ranks", cfg->straggler, np);
     return 0;
@@ -981,9 +1008,49 @@ static void pattern_fill(const struct bench *b, const struct pattern *p, void *b
 
 /* ------------------------------------------------------------ timed loop */
 
-static void straggle(const struct bench *b)
+/* splitmix64, a pure function of x: the jitter of call i is the same on
+ * every rank and in every run. */
+static uint64_t mix64(uint64_t x)
 {
-    double ms = b->cfg.delay_ms;
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* How late the straggler is before call i of a size (warm-up included), in
+ * ms: every entry of iteration i gets the same delay. */
+static double delay_of(const struct config *cfg, int i)
+{
+    switch (cfg->pattern) {
+    case PATTERN_JITTER:
+        return cfg->delay_ms * (double)(mix64((uint64_t)i) >> 11) / 9007199254740992.0;
+    case PATTERN_PHASES:
+        return (i / cfg->phase) % 2 == 0 ? cfg->delay_ms : 0;
+    default:
+        return cfg->delay_ms;
+    }
+}
+
+/* "every call", "every call, by a delay drawn in [0, D]", ... */
+static const char *pattern_text(const struct config *cfg)
+{
+    static char text[96];
+    switch (cfg->pattern) {
+    case PATTERN_JITTER:
+        return "every call, by a delay drawn uniformly in [0, D] (the same sequence on every rank)";
+    case PATTERN_PHASES:
+        snprintf(text, sizeof(text), "%d calls in a row, then on time for %d, and so on",
+                 cfg->phase, cfg->phase);
+        return text;
+    default:
+        return "every call";
+    }
+}
+
+static void straggle(const struct bench *b, int i)
+{
+    double ms = delay_of(&b->cfg, i);
     struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
 
     /* By default a sleep, not a spin: on a shared core a spinning straggler
@@ -1063,7 +1130,7 @@ static void run_timed(struct bench *b, const struct buffers *bufs, int warmup, i
             /* Warm-up calls are late too, so a library that adapts to a
              * straggler has done so before the timed calls start. */
             if (late)
-                straggle(b);
+                straggle(b, i);
             t0 = b->now();
             rc = (e->direct ? PMPI_Allreduce : MPI_Allreduce)(send, bufs->recv, (int)bufs->count,
                                                               b->cfg.dt->mpi, MPI_SUM, e->comm);
@@ -1158,6 +1225,7 @@ struct result {
     int validated; /* -1: not checked */
     double delay_ms;
     const char *straggle_by;        /* NULL: no straggler */
+    const char *straggle_pattern;   /* NULL: no straggler */
     double tail_pct, tail_delay_ms; /* NaN: no --net-tail */
     bool tail_emulated;
     double avg, min, max;
@@ -1288,6 +1356,9 @@ static void result_init(const struct bench *b, const struct entry *e, size_t byt
     res->straggler = b->cfg.straggler;
     res->delay_ms = b->cfg.straggler >= 0 ? b->cfg.delay_ms : NAN;
     res->straggle_by = b->cfg.straggler < 0 ? NULL : b->cfg.spin ? "spin" : "sleep";
+    res->straggle_pattern = b->cfg.straggler < 0     ? NULL
+                            : b->cfg.pattern_name[0] ? b->cfg.pattern_name
+                                                     : "constant";
     res->tail_pct = b->cfg.tail_pct >= 0 ? b->cfg.tail_pct : NAN;
     res->tail_delay_ms = b->cfg.tail_pct >= 0 ? b->cfg.tail_delay_ms : NAN;
     res->tail_emulated = e->tail;
@@ -1379,6 +1450,7 @@ static const struct field fields[] = {
     {"straggler", NULL, 0, F_RANK, R(straggler), SHOW_JSON},
     {"delay_ms", NULL, 0, F_DBL, R(delay_ms), SHOW_JSON},
     {"straggle_by", NULL, 0, F_OPTSTR, R(straggle_by), SHOW_JSON},
+    {"straggle_pattern", NULL, 0, F_OPTSTR, R(straggle_pattern), SHOW_JSON},
     {"net_tail_pct", NULL, 0, F_DBL, R(tail_pct), SHOW_JSON},
     {"net_tail_delay_ms", NULL, 0, F_DBL, R(tail_delay_ms), SHOW_JSON},
     {"net_tail_emulated", NULL, 0, F_BOOL, R(tail_emulated), SHOW_JSON},
@@ -1570,8 +1642,8 @@ static void print_header(const struct bench *b)
         fprintf(f, " %s", b->ent[i].spec->spec);
     fputc('\n', f);
     if (b->cfg.straggler >= 0)
-        fprintf(f, "# straggler: rank %d %s %.3f ms before every call\n", b->cfg.straggler,
-                b->cfg.spin ? "spins" : "sleeps", b->cfg.delay_ms);
+        fprintf(f, "# straggler: rank %d %s %.3f ms before %s\n", b->cfg.straggler,
+                b->cfg.spin ? "spins" : "sleeps", b->cfg.delay_ms, pattern_text(&b->cfg));
     else
         fprintf(f, "# straggler: none\n");
     if (b->cfg.tail_pct >= 0)
