@@ -290,8 +290,12 @@ void sampi_auto_log_table(const struct sampi_comm *c)
         for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++) {
             const struct sampi_autosel_cell *cell = sampi_autosel_cell(&c->autosel->sel, b, r);
             char text[160];
+            if (!cell || !cell->calls)
+                continue; /* no call of that size in that regime */
+            /* every cell that saw calls, so that the table adds up to the
+             * summary line's counts */
             if (rank_text(cell, text, sizeof(text)))
-                continue;
+                snprintf(text, sizeof(text), "not ranked yet (too few measured calls)");
             sampi_log(SAMPI_LOG_INFO,
                       "auto table: communicator %llu (%d ranks), up to %zu bytes, regime %s: %s; "
                       "%llu calls, %llu measured, %llu explorations%s",
