@@ -35,6 +35,15 @@ struct sampi_auto_state {
     _Atomic int pv_regime;
 };
 
+/* sampi_auto_learning's items, in this order. */
+const char *const sampi_auto_learning_names[] = {"on", "frozen", NULL};
+enum { LEARNING_ON, LEARNING_FROZEN };
+
+static int frozen(void)
+{
+    return sampi_cvar_int(SAMPI_CVAR_AUTO_LEARNING) == LEARNING_FROZEN;
+}
+
 /* The tuning file (sampi_tuning_file): what was loaded when the library
  * started, and what this run learned, collected from each communicator as
  * its state is freed; MPI_COMM_WORLD rank 0 writes it at MPI_Finalize. */
@@ -72,7 +81,10 @@ void sampi_auto_tuning_save(void)
     sampi_cvar_text(SAMPI_CVAR_TUNING_FILE, path, sizeof(path));
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     pthread_mutex_lock(&tuning_lock);
-    if (path[0] && wrank == 0) {
+    if (path[0] && wrank == 0 && frozen()) {
+        sampi_log(SAMPI_LOG_INFO,
+                  "auto: %s used as it is, not written (sampi_auto_learning=frozen)", path);
+    } else if (path[0] && wrank == 0) {
         /* what this run measured wins; what it did not see is kept */
         for (size_t i = 0; i < kept.n; i++)
             if (!sampi_tuning_get(&learned, kept.e[i].ranks, kept.e[i].bucket, kept.e[i].regime))
@@ -213,10 +225,35 @@ static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
     }
 }
 
+/* sampi_auto_learning=frozen: a function of the call's size, the
+ * communicator's size and the tuning file alone, so that runs with other
+ * timing choose the same: no hint (the tracker's come from timing), no
+ * measurement. */
+static enum sampi_algo_id frozen_choice(const struct sampi_comm *c, const struct sampi_coll_args *a,
+                                        size_t bytes)
+{
+    const struct sampi_select_hints none = {.straggler = -1, .degraded = -1};
+    uint32_t arms[SAMPI_REGIME__COUNT];
+    arms_for(a, bytes, c->size, &none, arms);
+    pthread_mutex_lock(&tuning_lock);
+    const struct sampi_tuning_entry *e =
+        sampi_tuning_get(&kept, c->size, sampi_autosel_bucket(bytes), SAMPI_REGIME_NONE);
+    int filed = e ? e->algo : -1;
+    pthread_mutex_unlock(&tuning_lock);
+    if (filed >= 0 && (arms[SAMPI_REGIME_NONE] & arm((enum sampi_algo_id)filed)))
+        return (enum sampi_algo_id)filed;
+    enum sampi_algo_id model = sampi_select_auto(bytes, c->size);
+    return arms[SAMPI_REGIME_NONE] & arm(model) ? model : SAMPI_ALGO_NATIVE;
+}
+
 enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
                                      struct sampi_auto_call *call)
 {
     const size_t bytes = a->count * a->dt.extent;
+    if (frozen()) {
+        *call = (struct sampi_auto_call){0}; /* not measured, not tracked */
+        return frozen_choice(c, a, bytes);
+    }
     struct sampi_select_hints h;
     sampi_tracker_hints(c, a->ctx, a->count, a->dt.extent, &h);
     /* A regime is a different table only where it brings an arm: a
