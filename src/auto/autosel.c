@@ -99,19 +99,39 @@ static int popcount(uint32_t x)
     return n;
 }
 
-/* Start (or restart) exploring: every allowed arm but the winner starts
- * afresh; the winner keeps what it has and counts as fully sampled. */
+/* At a periodic re-check, whether one call of loser `a` costs more than the
+ * budget allows for the calls since the last look, judged by its best
+ * sample of at least two (one descheduled call must not exile an arm). */
+static int too_dear(const struct sampi_autosel_cell *c, int a)
+{
+    if (c->choice < 0 || c->arm[a].n < SAMPI_AUTOSEL_FIRST_SAMPLES || c->arm[c->choice].n == 0)
+        return 0;
+    double best = sampi_arm_median(&c->arm[c->choice]);
+    return arm_min(&c->arm[a]) - best > SAMPI_AUTOSEL_RETRY_BUDGET * (double)c->recheck * best;
+}
+
+/* Start (or restart) exploring.  The winner keeps what it has and counts as
+ * fully sampled.  When the world changed (first look, drift, regime, arms)
+ * every other allowed arm starts afresh; at a periodic re-check a loser
+ * keeps its samples and takes fresh ones on top, unless one call of it is
+ * too dear to try (then it sits this re-check out). */
 static void explore(struct sampi_autosel_cell *c)
 {
+    int periodic = !c->world_changed && c->explorations > 0;
     c->state = SAMPI_CELL_EXPLORING;
     c->candidates = c->allowed;
     c->explorations++;
     for (int a = 0; a < SAMPI_ALGO__COUNT; a++) {
         if (a == c->choice && c->arm[a].n > 0)
             c->arm[a].fresh = SAMPI_AUTOSEL_FULL_SAMPLES;
+        else if (periodic && has(c->allowed, a) && too_dear(c, a))
+            c->candidates &= ~(1u << a);
+        else if (periodic && has(c->allowed, a))
+            c->arm[a].fresh = 0;
         else
             arm_clear(&c->arm[a]);
     }
+    c->world_changed = 0;
 }
 
 static void converge(struct sampi_autosel_cell *c, int winner)
@@ -231,8 +251,10 @@ int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_inp
         s->last_regime = in->regime;
         s->regime_changes++;
         for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
-            if (s->cell[b][in->regime] && s->cell[b][in->regime]->state == SAMPI_CELL_CONVERGED)
+            if (s->cell[b][in->regime] && s->cell[b][in->regime]->state == SAMPI_CELL_CONVERGED) {
                 s->cell[b][in->regime]->recheck_at = s->cell[b][in->regime]->calls;
+                s->cell[b][in->regime]->world_changed = 1;
+            }
     }
     struct sampi_autosel_cell *c = cell_of(s, bucket, in->regime, 1);
     if (!c)
@@ -246,6 +268,7 @@ int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_inp
         c->allowed = in->allowed;
         if (c->choice >= 0 && !has(c->allowed, c->choice))
             c->choice = -1;
+        c->world_changed = 1;
         explore(c);
     } else if (c->state == SAMPI_CELL_CONVERGED && c->calls >= c->recheck_at) {
         explore(c);
@@ -280,8 +303,10 @@ int sampi_autosel_note(struct sampi_autosel *s, const struct sampi_autosel_input
         return has(c->candidates, algo) ? judge(c) : 0;
     /* converged: the winner's drift reopens the cell */
     if (algo == c->choice && c->arm[algo].n >= SAMPI_AUTOSEL_FIRST_SAMPLES + 1 &&
-        sampi_arm_median(&c->arm[algo]) > (1 + SAMPI_AUTOSEL_DRIFT) * c->converged_ns)
+        sampi_arm_median(&c->arm[algo]) > (1 + SAMPI_AUTOSEL_DRIFT) * c->converged_ns) {
         c->recheck_at = c->calls + 1;
+        c->world_changed = 1;
+    }
     return 0;
 }
 

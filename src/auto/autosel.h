@@ -29,8 +29,14 @@
  *              changes; at once when the winner's median drifts 25% above
  *              what it converged at; and at the cell's next call after the
  *              regime changed.  A re-check gives each loser one sample
- *              first (the first cut then applies), so that an arm still
- *              hopeless costs one call per re-check.
+ *              first (the first cut then applies).  A periodic re-check
+ *              (nothing said the world changed) skips a loser whose one call
+ *              would cost more than SAMPI_AUTOSEL_RETRY_BUDGET of the calls
+ *              since the last look: (its median - the winner's) > 2% x
+ *              period x the winner's median.  An arm 2x the winner is
+ *              looked at again every re-check, one 10x only from a period of
+ *              512 calls on, one 1000x never until a drift, a regime change
+ *              or a change of arms reopens every arm.
  *
  * Example, one bucket, arms native/ring/rhd (ids 1, 2, 3; native the
  * prior), costs 100/300/95 us: calls 1-6 run native, ring, rhd, native,
@@ -76,6 +82,7 @@ struct sampi_autosel_cell {
     uint64_t measured;     /* of those, measured */
     uint64_t explorations; /* times the cell was (re-)explored */
     uint64_t recheck_at;   /* the cell's call count at which to explore again */
+    int world_changed;     /* the winner drifted or the regime changed: re-check every arm */
     uint64_t recheck;      /* the current re-check period */
     double converged_ns;   /* the winner's median when the cell converged */
     struct sampi_arm_costs arm[SAMPI_ALGO__COUNT];
@@ -143,6 +150,7 @@ double sampi_arm_median(const struct sampi_arm_costs *a);
 #define SAMPI_AUTOSEL_DRIFT         0.25 /* winner's median this far up: explore again */
 #define SAMPI_AUTOSEL_RECHECK_MIN   128
 #define SAMPI_AUTOSEL_RECHECK_MAX   8192
+#define SAMPI_AUTOSEL_RETRY_BUDGET  0.02 /* a periodic re-check's loser calls, of the period */
 /* One call in this many is measured in a converged cell of `bytes`. */
 int sampi_autosel_period(size_t bytes);
 

@@ -131,6 +131,43 @@ START_TEST(regret_is_bounded)
 }
 END_TEST
 
+START_TEST(hopeless_arms_wait_for_a_change)
+{
+    /* native 2 us, ring 4 us (2x), rhd 24 ms (12000x: seen at np 2 over
+     * OSU's small sizes).  Periodic re-checks look at ring each time, at
+     * rhd never: over 20000 calls rhd runs only its 2 first samples.  A
+     * drift of the winner says the world changed: rhd is tried again. */
+    struct sampi_autosel s;
+    struct world w = {.rng = 17, .noise = 0.1};
+    w.base[SAMPI_ALGO_NATIVE] = 2e3;
+    w.base[SAMPI_ALGO_RING] = 4e3;
+    w.base[SAMPI_ALGO_RHD] = 24e6;
+    struct sampi_autosel_input in = input(64, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    int runs[SAMPI_ALGO__COUNT] = {0};
+    for (int i = 0; i < 20000; i++)
+        runs[step(&s, &w, &in, &d)]++;
+    ck_assert_int_eq(runs[SAMPI_ALGO_RHD], SAMPI_AUTOSEL_FIRST_SAMPLES);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(64), SAMPI_REGIME_NONE);
+    /* re-checks at 128, 256, ... 8192 calls after converging: 7 of them */
+    ck_assert_int_ge(c->explorations, 6);
+    ck_assert_int_ge(runs[SAMPI_ALGO_RING], SAMPI_AUTOSEL_FIRST_SAMPLES + (int)c->explorations - 1);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    /* native drifts to 50 us: every arm is looked at again, rhd included,
+     * and ring wins */
+    w.base[SAMPI_ALGO_NATIVE] = 50e3;
+    int rhd_before = runs[SAMPI_ALGO_RHD];
+    /* one call in 128 is measured at 64 B: the drift shows within ~5 of them */
+    for (int i = 0; i < 3000; i++)
+        runs[step(&s, &w, &in, &d)]++;
+    ck_assert_int_gt(runs[SAMPI_ALGO_RHD], rhd_before);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_RING);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
 START_TEST(regime_change_explores_again)
 {
     struct sampi_autosel s;
@@ -326,11 +363,11 @@ END_TEST
 
 Suite *sampi_autosel_suite(void)
 {
-    return UNIT_SUITE(
-        "autosel",
-        {.name = "core",
-         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded, regime_change_explores_again,
-                    drift_explores_again, same_inputs_same_decisions,
-                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
-                    seeded_cell_starts_converged, buckets_and_periods)});
+    return UNIT_SUITE("autosel",
+                      {.name = "core",
+                       UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
+                                  hopeless_arms_wait_for_a_change, regime_change_explores_again,
+                                  drift_explores_again, same_inputs_same_decisions,
+                                  outliers_do_not_flip_the_choice, one_arm_is_not_explored,
+                                  seeded_cell_starts_converged, buckets_and_periods)});
 }
