@@ -72,6 +72,23 @@ static void list_items(const char *const *items, char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", items[i]);
 }
 
+/* An enum value given by its item's number, as MPI_T writes it ("1" for
+ * the second item): the index, or -1.  Keeps settings written when a
+ * variable was a boolean meaning what they meant (sampi_busy_poll=1: poll). */
+static int enum_number(const struct sampi_cvar_desc *d, const char *text)
+{
+    int n = 0;
+    while (d->items && d->items[n])
+        n++;
+    if (!isdigit((unsigned char)text[0]) || strlen(text) > 3)
+        return -1;
+    for (const char *c = text; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return -1;
+    int v = atoi(text);
+    return v < n ? v : -1;
+}
+
 static int parse_integer(const struct sampi_cvar_desc *d, const char *text, long long *value,
                          char *err, size_t errlen)
 {
@@ -161,12 +178,15 @@ int sampi_cvar_parse(enum sampi_cvar_id id, const char *text, long long *value, 
         return -EINVAL;
     case SAMPI_CVAR_TYPE_ENUM: {
         int i = sampi_cvar_enum_index(id, text);
+        if (i < 0)
+            i = enum_number(d, text);
         if (i >= 0) {
             *value = i;
             return 0;
         }
         list_items(d->items, items, sizeof(items));
-        snprintf(err, errlen, "sampi_%s: '%s' is not one of: %s", d->name, text, items);
+        snprintf(err, errlen, "sampi_%s: '%s' is not one of: %s (or an item's number from 0)",
+                 d->name, text, items);
         return -EINVAL;
     }
     case SAMPI_CVAR_TYPE_STRING:

@@ -82,6 +82,14 @@ START_TEST(enums_list_accepted_values)
     parse_bad(SAMPI_CVAR_ALGORITHM, "tree", "auto, native, ring, rhd");
     parse_bad(SAMPI_CVAR_NETDEV, "verbs", "mpi");
     parse_bad(SAMPI_CVAR_FALLBACK, "loud", "silent, warn, error");
+    /* an item's number, as MPI_T writes it: sampi_busy_poll=1 (once a
+     * boolean) still means poll */
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "1"), 1);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "0"), 0);
+    ck_assert_int_eq(parse_ok(SAMPI_CVAR_BUSY_POLL, "yield"), 2);
+    parse_bad(SAMPI_CVAR_BUSY_POLL, "4", "auto, poll, yield, block");
+    parse_bad(SAMPI_CVAR_BUSY_POLL, "-1", "auto, poll, yield, block");
+    parse_bad(SAMPI_CVAR_BUSY_POLL, "1x", "auto, poll, yield, block");
 }
 END_TEST
 
