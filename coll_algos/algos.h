@@ -49,6 +49,11 @@ struct sampi_coll_host {
      * `instead` for reason `why` (enum sampi_fallback_reason, stats.h):
      * 0, or -ENOTSUP to fail the call */
     int (*note_substitute)(void *owner, int why, enum sampi_algo_id instead, const char *what);
+    /* this rank gives up on the call (`why` a negative errno, in `what`):
+     * every peer hears that it takes nothing more of the communicator's
+     * data.  From then on `released` says which peers said the same. */
+    void (*give_up)(void *owner, int why, const char *what);
+    int (*released)(void *owner, int peer);
 };
 
 /* One call's context: everything an algorithm needs from the communicator,

@@ -17,10 +17,20 @@
  * revocation by another rank (or a mismatch found by the argument check)
  * ends the wait at once.
  *
- * Errors: a failed or timed-out transfer cancels what is still posted and
- * returns the error; the dispatcher then revokes the communicator (messages
- * may still be in flight), which tells the peers instead of leaving them
- * waiting.
+ * Errors: nothing SAMPI posted reads or writes the caller's buffers after
+ * the call returned.  A failed or timed-out round cancels its receives (a
+ * receive already matched is let land first) and gives up on the call
+ * (host->give_up: the communicator is revoked, and every peer hears that
+ * this rank takes nothing more of its data).  A send still pending may be
+ * taken by its peer at any moment, which then reads this rank's buffer; so
+ * it is waited for until it completed or its peer said it takes nothing
+ * more (host->released), and only then let go.  Example, ring at p = 2, the
+ * ops differ, rank 1 is slow to start: rank 0 learns of the mismatch from
+ * the argument check while its first 256 KiB segment for rank 1 is posted;
+ * it tells rank 1, and returns MPI_ERR_OP once rank 1 has taken the segment
+ * or answered with its own notice - never while rank 1 could still read it.
+ * That wait is bounded by sampi_timeout_ms like any other (a silent peer):
+ * past it the send is let go, and the warning says so.
  */
 #include "executor.h"
 #include "netdev.h"
@@ -178,6 +188,61 @@ static void waiting_for(const struct sampi_round *rd, size_t nrecv, const struct
              recv_pending ? "its data" : "to take this rank's data");
 }
 
+/* A round failed with `why`: leave nothing posted that could touch the
+ * caller's buffers after the return (see the top of the file).  reqs[0,
+ * nrecv) are the round's receives, reqs[nrecv, posted) its sends, all to
+ * `to`. */
+static void settle(const struct sampi_coll_args *a, struct sampi_netdev *nd, struct round_state *st,
+                   size_t nrecv, size_t posted, int to, int why)
+{
+    const struct sampi_coll_ctx *x = a->ctx;
+    for (size_t i = 0; i < nrecv && i < posted; i++)
+        if (!st->reqs[i].done)
+            nd->ops->cancel(nd, &st->reqs[i]);
+    int n = 0;
+    for (size_t i = nrecv; i < posted; i++)
+        if (!st->reqs[i].done)
+            st->pending[n++] = &st->reqs[i];
+    if (!n)
+        return;
+    x->host->give_up(x->owner, why, "the data exchange");
+    /* the communicator is revoked now: this waiter's only end is the
+     * user's limit, not the revocation */
+    struct sampi_waiter w;
+    x->host->waiter(x->owner, &w, "the peers to take or refuse this rank's data");
+    w.poll = NULL;
+    char whom[32];
+    snprintf(whom, sizeof(whom), "rank %d", to);
+    for (;;) {
+        int left = 0, released = x->host->released(x->owner, to);
+        for (int i = 0; i < n; i++) {
+            sampi_netdev_req_t *r = st->pending[i];
+            if (r->done)
+                continue;
+            if (released)
+                nd->ops->cancel(nd, r); /* the peer will never take it */
+            else
+                st->pending[left++] = r;
+        }
+        n = left;
+        if (!n)
+            return;
+        int rc = nd->ops->wait(nd, st->pending, n, sampi_waiter_slice_end(&w));
+        if (rc == 0) {
+            sampi_waiter_progress(&w);
+            continue;
+        }
+        if (rc == -ETIMEDOUT && !(rc = sampi_waiter_idle(&w, whom)))
+            continue;
+        sampi_log_warn("%s: %d send(s) of this rank's data still pending after the call "
+                       "failed (%s): let go; %s may still read this rank's buffer",
+                       w.what, n, strerror(-rc), whom);
+        for (int i = 0; i < n; i++)
+            nd->ops->cancel(nd, st->pending[i]);
+        return;
+    }
+}
+
 static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, uint64_t seq,
                      int index, const struct sampi_round *rd, size_t seg, char *scratch,
                      struct round_state *st, struct sampi_own_ranges *own, struct sampi_waiter *w)
@@ -273,9 +338,7 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
     sampi_stat_add(&sampi_process_stats.bytes_received, received);
     return 0;
 fail:
-    for (size_t i = 0; i < posted; i++)
-        if (!st->reqs[i].done)
-            nd->ops->cancel(nd, &st->reqs[i]);
+    settle(a, nd, st, nrecv, posted, rd->send.peer, rc);
     return rc;
 }
 

@@ -230,8 +230,9 @@ static void mpi_cancel(struct sampi_netdev *base, sampi_netdev_req_t *req)
          * match), so that nothing writes there after the call returned */
         PMPI_Wait(&m->req, MPI_STATUS_IGNORE);
     } else if (!req->is_recv) {
-        /* A send cannot be cancelled reliably in Open MPI 4.1, and it only
-         * reads: let it go (the peer may never take it). */
+        /* A send cannot be cancelled reliably in Open MPI 4.1: the
+         * executor asks for this only once the peer said it takes nothing
+         * more (it will never match it), or past the user's limit. */
         PMPI_Request_free(&m->req);
     }
     /* an unmatched receive was never posted: nothing to undo */

@@ -201,6 +201,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     count_call(c, algo, 1);
     log_call(c, &a, algo);
     rc = sampi_argcheck_post(c, &a, algo);
+    sampi_debug_stall_apply();
     if (!rc) {
         sampi_coll_ctx_bind(c, &a, algo);
         rc = sampi_algos[algo].run(&a);

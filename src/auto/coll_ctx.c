@@ -2,9 +2,12 @@
  * coll_ctx.c - the call context handed to the algorithms.
  */
 #include "coll_ctx.h"
+#include "argcheck.h"
 #include "comm.h"
 #include "revoke.h"
 #include "tracker.h"
+
+#include <errno.h>
 
 static void host_waiter(void *owner, struct sampi_waiter *w, const char *what)
 {
@@ -21,10 +24,30 @@ static int host_note_substitute(void *owner, int why, enum sampi_algo_id instead
     return sampi_comm_note_substitute(owner, (enum sampi_fallback_reason)why, instead, what);
 }
 
+/* A message of the wrong size points at a mismatch: the argument check
+ * says which, the same on every rank, and that is the cause every rank
+ * reports (the wrapper reads it from c->revoked). */
+static void host_give_up(void *owner, int why, const char *what)
+{
+    struct sampi_comm *c = owner;
+    if (why == -EBADMSG) {
+        int verdict = sampi_argcheck_finish(c);
+        why = verdict ? verdict : why;
+    }
+    sampi_revoke(c, why, what);
+}
+
+static int host_released(void *owner, int peer)
+{
+    return sampi_revoke_released(owner, peer);
+}
+
 static const struct sampi_coll_host comm_host = {
     .waiter = host_waiter,
     .scratch = host_scratch,
     .note_substitute = host_note_substitute,
+    .give_up = host_give_up,
+    .released = host_released,
 };
 
 void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)

@@ -70,38 +70,48 @@ int sampi_debug_delay_parse(const char *text, int rank, double *ms, double *jitt
     return 0;
 }
 
-static _Atomic long long cached_generation = -1;
-static _Atomic long long delay_us, jitter_us;
+/* A variable of the rank:ms[:jitter_ms] grammar and what it says for this
+ * rank, parsed again when its generation changes. */
+struct rank_delay {
+    enum sampi_cvar_id var;
+    const char *where; /* for the warning: "before every MPI_Allreduce" */
+    _Atomic long long generation, us, jitter_us;
+};
+
+static struct rank_delay entry_delay = {SAMPI_CVAR_DEBUG_DELAY, "before every MPI_Allreduce", -1, 0,
+                                        0};
+static struct rank_delay stall_delay = {
+    SAMPI_CVAR_DEBUG_STALL,
+    "inside every MPI_Allreduce SAMPI runs, after the argument check is posted", -1, 0, 0};
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void refresh(long long generation)
+static void refresh(struct rank_delay *d, long long generation)
 {
     pthread_mutex_lock(&refresh_lock);
-    if (atomic_load(&cached_generation) != generation) {
+    if (atomic_load(&d->generation) != generation) {
         char text[SAMPI_CVAR_STRING_MAX], err[256];
         double ms = 0, jitter = 0;
         int rank = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        sampi_cvar_text(SAMPI_CVAR_DEBUG_DELAY, text, sizeof(text));
+        sampi_cvar_text(d->var, text, sizeof(text));
         sampi_debug_delay_parse(text, rank, &ms, &jitter, err, sizeof(err)); /* validated on set */
-        atomic_store(&delay_us, (long long)(ms * 1000));
-        atomic_store(&jitter_us, (long long)(jitter * 1000));
-        atomic_store(&cached_generation, generation);
+        atomic_store(&d->us, (long long)(ms * 1000));
+        atomic_store(&d->jitter_us, (long long)(jitter * 1000));
+        atomic_store(&d->generation, generation);
         if (ms > 0 || jitter > 0)
-            sampi_log_warn("debug: sampi_debug_delay makes this rank sleep %.3f ms (+ up to %.3f "
-                           "ms) before every MPI_Allreduce",
-                           ms, jitter);
+            sampi_log_warn("debug: sampi_%s makes this rank sleep %.3f ms (+ up to %.3f ms) %s",
+                           sampi_cvar_descs[d->var].name, ms, jitter, d->where);
     }
     pthread_mutex_unlock(&refresh_lock);
 }
 
-void sampi_debug_delay_apply(void)
+static void apply(struct rank_delay *d)
 {
-    long long generation = sampi_cvar_int(SAMPI_CVAR_DEBUG_DELAY);
-    if (atomic_load_explicit(&cached_generation, memory_order_acquire) != generation)
-        refresh(generation);
-    long long us = atomic_load_explicit(&delay_us, memory_order_relaxed);
-    long long jit = atomic_load_explicit(&jitter_us, memory_order_relaxed);
+    long long generation = sampi_cvar_int(d->var);
+    if (atomic_load_explicit(&d->generation, memory_order_acquire) != generation)
+        refresh(d, generation);
+    long long us = atomic_load_explicit(&d->us, memory_order_relaxed);
+    long long jit = atomic_load_explicit(&d->jitter_us, memory_order_relaxed);
     if (us <= 0 && jit <= 0)
         return;
     static _Thread_local unsigned seed;
@@ -112,6 +122,16 @@ void sampi_debug_delay_apply(void)
     struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
+}
+
+void sampi_debug_delay_apply(void)
+{
+    apply(&entry_delay);
+}
+
+void sampi_debug_stall_apply(void)
+{
+    apply(&stall_delay);
 }
 
 /* ---------------------------------------------- sampi_debug_algo_delay */
@@ -180,4 +200,14 @@ int sampi_debug_delay_validate(const char *text, char *err, size_t errlen)
 {
     double ms, jitter;
     return sampi_debug_delay_parse(text, 0, &ms, &jitter, err, errlen);
+}
+
+int sampi_debug_stall_validate(const char *text, char *err, size_t errlen)
+{
+    double ms, jitter;
+    char why[256];
+    int rc = sampi_debug_delay_parse(text, 0, &ms, &jitter, why, sizeof(why));
+    if (rc) /* the same grammar, under this variable's name */
+        snprintf(err, errlen, "sampi_debug_stall%s", why + strlen("sampi_debug_delay"));
+    return rc;
 }

@@ -22,6 +22,13 @@ int sampi_debug_delay_parse(const char *text, int rank, double *ms, double *jitt
 /* Sleep as sampi_debug_delay says for this process; free when it is empty. */
 void sampi_debug_delay_apply(void);
 
+/* SAMPI_DEBUG_STALL, the same grammar (a debugging aid, off by default):
+ * the named ranks sleep inside each MPI_Allreduce that SAMPI's data path
+ * runs, after the argument check was posted and before the data moves, so
+ * that the others can learn of a mismatch while this rank has not taken
+ * their data yet (the test that nothing is in flight after an error). */
+void sampi_debug_stall_apply(void);
+
 /* SAMPI_DEBUG_ALGO_DELAY="algorithm:ms[,algorithm:ms...]" (a debugging
  * aid, off by default): every rank sleeps ms milliseconds inside each call
  * that `algorithm` runs, after the data moved, so that the call costs that

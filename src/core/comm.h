@@ -44,6 +44,9 @@ struct sampi_comm {
     uint64_t seq;          /* calls that used the data path */
     MPI_Request revoke_rx; /* the notice receive (revoke.h) */
     int revoke_msg[8];
+    /* once revoked: which peers have said they take nothing more of c's
+     * data (sampi_revoke_released), NULL before */
+    struct sampi_release *release;
     struct sampi_argcheck check; /* the current call's argument check */
     /* the first call's exchanges, when a wait on them failed: still pending
      * on the user's communicator (sampi_comm_outlives) */

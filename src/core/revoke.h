@@ -44,6 +44,11 @@ void sampi_revoke(struct sampi_comm *c, int why, const char *what);
  * argcheck.h).  0, or the negative errno every call on c now returns. */
 int sampi_revoke_poll(struct sampi_comm *c);
 
+/* After c was revoked on this rank: 1 once `peer` has said that it takes
+ * nothing more of c's data (its notice came: it gave up, or heard that
+ * another rank did), 0 while it has not.  Does not wait. */
+int sampi_revoke_released(struct sampi_comm *c, int peer);
+
 /* The error c's calls return once revoked: the MPI error code SAMPI
  * registers for it (class MPI_ERR_OTHER, with its own error string). */
 int sampi_revoked_code(void);

@@ -30,7 +30,16 @@
  *               communicator (its agreements and its datagram path);
  *   opti-call   `silent` for an optireduce call after two that succeeded.
  *               The opti-* cases run only when named: they need optireduce's
- *               datagram path on loopback (faults.test sets it up).
+ *               datagram path on loopback (faults.test sets it up);
+ *   inflight    ring, 4 MiB, rank 0 passes MPI_SUM and the others MPI_MAX,
+ *               with rank 1 stalled inside the call before its data moves
+ *               (faults.test sets sampi_debug_stall): rank 0 learns of the
+ *               mismatch while its first segments for rank 1 are posted.
+ *               Every rank returns MPI_ERR_OP and unmaps both buffers at
+ *               once; memory mapped again there keeps what it was given
+ *               while the job goes on communicating, and no rank reads a
+ *               buffer its peer unmapped (Open MPI fails a call that does).
+ *               Run only when named.
  *
  * Usage: faults [CASE...] (default: all but the opti-* cases).  Timing enters only as lower bounds
  * that cannot fail on a busy machine (a timed-out call waited at least the
@@ -40,6 +49,7 @@
 #include "mpitest.h"
 #include "sampi.h"
 
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -345,6 +355,56 @@ static void case_opti_call(void)
     verdict("opti-call: a rank that misses an optireduce call: every rank MPI_ERR_OTHER");
 }
 
+static void *map_bytes(size_t bytes, void *where)
+{
+    void *p = mmap(where, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("faults: mmap");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+static void case_inflight(void)
+{
+    enum { FLOATS = 1 << 20 };
+    const size_t bytes = FLOATS * sizeof(float);
+    MPI_Comm comm = fresh_comm("ring");
+    expect_class("inflight: warm-up", call(comm, N, "inflight: warm-up", NULL), MPI_SUCCESS);
+    float *in = map_bytes(bytes, NULL), *out = map_bytes(bytes, NULL);
+    for (int i = 0; i < FLOATS; i++)
+        in[i] = (float)(rank + i % 7);
+    int cls =
+        class_of(MPI_Allreduce(in, out, FLOATS, MPI_FLOAT, rank == 0 ? MPI_SUM : MPI_MAX, comm));
+    munmap(in, bytes);
+    munmap(out, bytes);
+    expect_class("inflight: rank 0 MPI_SUM, the others MPI_MAX", cls, MPI_ERR_OP);
+    /* the job goes on while nothing is mapped there: a transfer still
+     * reading or writing a buffer faults (EFAULT in the peer's single-copy
+     * read, or SIGSEGV in this rank's own progress) */
+    for (int i = 0; i < 3; i++) {
+        fresh_works("inflight");
+        PMPI_Barrier(MPI_COMM_WORLD);
+    }
+    sleep_ms(700); /* longer than the stall: the stalled rank ran on meanwhile */
+    /* then whatever comes to live there must keep its values */
+    unsigned char *again[2] = {map_bytes(bytes, in), map_bytes(bytes, out)};
+    for (int b = 0; b < 2; b++)
+        memset(again[b], 0x5a + b, bytes);
+    fresh_works("inflight");
+    PMPI_Barrier(MPI_COMM_WORLD);
+    for (int b = 0; b < 2; b++) {
+        for (size_t i = 0; i < bytes; i++)
+            if (again[b][i] != 0x5a + b) {
+                mt_fail(&st, "inflight: memory mapped where a buffer was changed at byte %zu", i);
+                break;
+            }
+        munmap(again[b], bytes);
+    }
+    MPI_Comm_free(&comm);
+    verdict("inflight: an error return leaves nothing in flight on the buffers");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -355,6 +415,7 @@ static const struct {
     {"diverge", case_diverge, 0},       {"count", case_count, 0},
     {"bogus", case_bogus, 0},           {"freed", case_freed, 0},
     {"opti-setup", case_opti_setup, 1}, {"opti-call", case_opti_call, 1},
+    {"inflight", case_inflight, 1},
 };
 
 int main(int argc, char **argv)
