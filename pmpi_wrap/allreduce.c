@@ -101,6 +101,23 @@ static int fall_back(struct sampi_comm *c, enum sampi_fallback_reason why, const
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+/* sampi_check_native: a call about to run as native checks the arguments
+ * first, so that ranks whose byte counts sent them down different branches
+ * (or whose forced algorithms differ) meet in the same check instead of
+ * hanging apart.  0, or the error every rank returns. */
+static int check_first(struct sampi_comm *c, const struct sampi_coll_args *a)
+{
+    if (!sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE))
+        return 0;
+    int rc = sampi_argcheck_post(c, a, SAMPI_ALGO_NATIVE);
+    if (!rc)
+        rc = sampi_argcheck_finish(c);
+    if (!rc)
+        return 0;
+    sampi_revoke(c, rc, "the argument check");
+    return sampi_errno_is_mismatch(c->revoked) ? c->revoked : -SAMPI_EREVOKED;
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
@@ -181,6 +198,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (tracked)
         sampi_tracker_begin(c);
     if (algo == SAMPI_ALGO_NATIVE) {
+        if ((rc = check_first(c, &a)))
+            return sampi_report_error(comm, rc);
         count_call(c, algo, 1);
         log_call(c, &a, algo);
         sampi_coll_ctx_bind(c, &a, algo);

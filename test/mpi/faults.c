@@ -39,7 +39,15 @@
  *               once; memory mapped again there keeps what it was given
  *               while the job goes on communicating, and no rank reads a
  *               buffer its peer unmapped (Open MPI fails a call that does).
- *               Run only when named.
+ *               Run only when named;
+ *   auto-count  under auto, rank 0 passes 1 element (a call auto hands to
+ *               Open MPI) and the others 512 Ki (4 MiB, SAMPI's data path
+ *               or Open MPI, as auto decides): with sampi_check_native
+ *               (faults.test sets it) every rank returns MPI_ERR_COUNT
+ *               instead of hanging.  Run only when named;
+ *   auto-diverge  rank 0 forces ring, the others stay on auto for a small
+ *               call (native): every rank returns MPI_ERR_OTHER.  Run only
+ *               when named, with sampi_check_native.
  *
  * Usage: faults [CASE...] (default: all but the opti-* cases).  Timing enters only as lower bounds
  * that cannot fail on a busy machine (a timed-out call waited at least the
@@ -405,17 +413,48 @@ static void case_inflight(void)
     verdict("inflight: an error return leaves nothing in flight on the buffers");
 }
 
+static void case_auto_count(void)
+{
+    MPI_Comm comm = fresh_comm("auto");
+    expect_class("auto-count: warm-up", call(comm, 8, "auto-count: warm-up", NULL), MPI_SUCCESS);
+    expect_class("auto-count: rank 0 passes 1 element, the others 512 Ki",
+                 call(comm, rank == 0 ? 1 : 1 << 19, "auto-count: the mismatched call", NULL),
+                 MPI_ERR_COUNT);
+    after_mismatch("auto-count", comm);
+    verdict("auto-count: counts on both sides of auto's boundary: every rank MPI_ERR_COUNT");
+}
+
+static void case_auto_diverge(void)
+{
+    MPI_Comm comm = fresh_comm("auto");
+    expect_class("auto-diverge: warm-up", call(comm, 8, "auto-diverge: warm-up", NULL),
+                 MPI_SUCCESS);
+    if (rank == 0)
+        sampi_comm_set_algorithm(comm, "ring");
+    expect_class("auto-diverge: rank 0 on ring, the others on auto",
+                 call(comm, 8, "auto-diverge: the diverging call", NULL), MPI_ERR_OTHER);
+    after_mismatch("auto-diverge", comm);
+    verdict("auto-diverge: one rank forced to ring, the others auto: every rank MPI_ERR_OTHER");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
     int named; /* run only when named */
 } cases[] = {
-    {"straggler", case_straggler, 0},   {"silent", case_silent, 0},
-    {"first-call", case_first_call, 0}, {"tracked", case_tracked, 0},
-    {"diverge", case_diverge, 0},       {"count", case_count, 0},
-    {"bogus", case_bogus, 0},           {"freed", case_freed, 0},
-    {"opti-setup", case_opti_setup, 1}, {"opti-call", case_opti_call, 1},
+    {"straggler", case_straggler, 0},
+    {"silent", case_silent, 0},
+    {"first-call", case_first_call, 0},
+    {"tracked", case_tracked, 0},
+    {"diverge", case_diverge, 0},
+    {"count", case_count, 0},
+    {"bogus", case_bogus, 0},
+    {"freed", case_freed, 0},
+    {"opti-setup", case_opti_setup, 1},
+    {"opti-call", case_opti_call, 1},
     {"inflight", case_inflight, 1},
+    {"auto-count", case_auto_count, 1},
+    {"auto-diverge", case_auto_diverge, 1},
 };
 
 int main(int argc, char **argv)
