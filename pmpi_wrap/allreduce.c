@@ -1,14 +1,22 @@
 /*
- * allreduce.c - the MPI_Allreduce entry point.
+ * allreduce.c - the MPI_Allreduce entry point: one call, top to bottom.
  *
- * The order of work on each call:
- *   1. check the arguments the way Open MPI does (validate.c);
- *   2. decide eligibility (predefined contiguous datatype, predefined op
- *      defined on it, intracommunicator of two or more ranks), else
- *      PMPI_Allreduce, counted as a fallback;
- *   3. pick the algorithm from the per-communicator setting, sampi_algorithm
- *      and the selection table (all agreed across ranks);
- *   4. open the communicator's data path on first use, and run.
+ *   admit   check the arguments the way Open MPI does (validate.c) and
+ *           decide eligibility (predefined contiguous datatype, predefined
+ *           op defined on it, intracommunicator of two or more ranks), else
+ *           PMPI_Allreduce, counted as a fallback; find the communicator's
+ *           state, fail at once on a revoked one, finish the first call's
+ *           agreement; fill the call context, once;
+ *   choose  the algorithm: a forced one (ring where it does not suit the
+ *           call), or auto's selector, which also says whether to measure
+ *           the call (all agreed across ranks);
+ *   prepare what the branch needs: SAMPI's data path opened on first use,
+ *           or, for native with sampi_check_native, the argument check;
+ *   run     the algorithm (SAMPI's with its overlapped argument check);
+ *   settle  one ending for both branches: the argument check's verdict, the
+ *           tracking exchange, and on failure the revocation and the same
+ *           error class on every rank;
+ *   learn   the measured cost goes to auto's selector.
  * The small-message path (`native`) costs a datatype lookup, an attribute
  * lookup and a table walk on top of PMPI_Allreduce.
  */
@@ -83,39 +91,214 @@ static void describe_call(MPI_Datatype datatype, MPI_Op op, char *buf, size_t le
              sop >= 0 ? sampi_op_name((enum sampi_op)sop) : "a user-defined op", type);
 }
 
-static int fall_back(struct sampi_comm *c, enum sampi_fallback_reason why, const void *sendbuf,
-                     void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+struct call;
+static int pmpi(const struct call *k);
+
+/* The call goes to PMPI_Allreduce for reason `why`, counted (c may be NULL:
+ * no state). */
+static int fall_back(struct sampi_comm *c, int why, const struct call *k);
+
+/* The error a failed call returns: the mismatch the argument check found
+ * (the same class on every rank), or the revocation. */
+static int failure(const struct sampi_comm *c)
+{
+    return sampi_errno_is_mismatch(c->revoked) ? c->revoked : -SAMPI_EREVOKED;
+}
+
+/* One call as it goes through the steps above. */
+struct call {
+    /* the caller's arguments, for PMPI_Allreduce and messages */
+    const void *sendbuf;
+    void *recvbuf;
+    int count;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    MPI_Comm comm;
+    struct sampi_coll_args a;
+    struct sampi_coll_ctx ctx; /* a.ctx: filled once, in admit */
+    struct sampi_comm *c;
+    size_t bytes;
+    enum sampi_algo_id algo;
+    int tracked;               /* the call is measured (tracker.h) */
+    struct sampi_auto_call ac; /* auto's decision, for learn */
+};
+
+static int pmpi(const struct call *k)
+{
+    return PMPI_Allreduce(k->sendbuf, k->recvbuf, k->count, k->datatype, k->op, k->comm);
+}
+
+static int fall_back(struct sampi_comm *c, int why, const struct call *k)
 {
     char what[MPI_MAX_OBJECT_NAME + 64], name[64];
-    describe_call(datatype, op, what, sizeof(what));
-    int rc = sampi_comm_note_fallback(c, why, what);
+    describe_call(k->datatype, k->op, what, sizeof(what));
+    int rc = sampi_comm_note_fallback(c, (enum sampi_fallback_reason)why, what);
     if (rc)
-        return sampi_report_error(comm, rc);
+        return sampi_report_error(k->comm, rc);
     if (c)
         count_call(c, SAMPI_ALGO_NATIVE, 0);
     if (sampi_log_enabled(SAMPI_LOG_CALL)) {
-        comm_name(c, comm, name, sizeof(name));
+        comm_name(c, k->comm, name, sizeof(name));
         sampi_log(SAMPI_LOG_CALL, "allreduce on %s: algorithm=native count=%d %s fallback=%s", name,
-                  count, what, sampi_fallback_reason_names[why]);
+                  k->count, what, sampi_fallback_reason_names[why]);
     }
-    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return pmpi(k);
 }
 
-/* sampi_check_native: a call about to run as native checks the arguments
- * first, so that ranks whose byte counts sent them down different branches
- * (or whose forced algorithms differ) meet in the same check instead of
- * hanging apart.  0, or the error every rank returns. */
-static int check_first(struct sampi_comm *c, const struct sampi_coll_args *a)
+/* Whether SAMPI takes the call: 1 with k ready to choose, or 0 with *rc
+ * the call's outcome (answered here, or by PMPI_Allreduce). */
+static int admit(struct call *k, int *rc)
 {
-    if (!sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE))
+    int why = 0;
+    switch (sampi_check_allreduce(k->sendbuf, k->recvbuf, k->count, k->datatype, k->op, k->comm,
+                                  &k->a, &why, rc)) {
+    case SAMPI_CHECK_TO_PMPI:
+        *rc = pmpi(k);
         return 0;
-    int rc = sampi_argcheck_post(c, a, SAMPI_ALGO_NATIVE);
-    if (!rc)
-        rc = sampi_argcheck_finish(c);
-    if (!rc)
+    case SAMPI_CHECK_ANSWERED:
         return 0;
-    sampi_revoke(c, rc, "the argument check");
-    return sampi_errno_is_mismatch(c->revoked) ? c->revoked : -SAMPI_EREVOKED;
+    case SAMPI_CHECK_INELIGIBLE: {
+        int inter = 1;
+        PMPI_Comm_test_inter(k->comm, &inter);
+        if (!inter) /* intercommunicators get no state: SAMPI never runs on them */
+            sampi_comm_get(k->comm, 1, &k->c);
+        *rc = fall_back(k->c, why, k);
+        return 0;
+    }
+    case SAMPI_CHECK_OK:
+        break;
+    }
+    if (sampi_selective_route(&k->a, rc))
+        return 0;
+    if (sampi_comm_get(k->comm, 1, &k->c)) {
+        *rc = fall_back(NULL, SAMPI_FALLBACK_COMM, k);
+        return 0;
+    }
+    struct sampi_comm *c = k->c;
+    if (k->count == 0) { /* as Open MPI: nothing to reduce, no communication */
+        count_call(c, SAMPI_ALGO_NATIVE, 1);
+        log_call(c, &k->a, SAMPI_ALGO_NATIVE);
+        *rc = MPI_SUCCESS;
+        return 0;
+    }
+    /* a communicator SAMPI gave up on fails at once on every rank, a late
+     * one included: never PMPI_Allreduce, which would pair with the others'
+     * previous call */
+    if (sampi_revoke_poll(c)) {
+        *rc = sampi_report_error(k->comm, -SAMPI_EREVOKED);
+        return 0;
+    }
+    c->calls++;
+    int jrc = sampi_comm_join(c);
+    if (jrc) {
+        *rc = jrc == -EINVAL ? fall_back(c, SAMPI_FALLBACK_MISMATCH, k)
+                             : sampi_report_error(k->comm, -SAMPI_EREVOKED);
+        return 0;
+    }
+    sampi_coll_ctx_fill(c, &k->ctx); /* what suited and auto read */
+    k->a.ctx = &k->ctx;
+    k->bytes = k->a.count * k->a.dt.extent;
+    return 1;
+}
+
+/* The algorithm for the call: auto asks its selector, which also says
+ * whether to measure it; a forced algorithm is never overridden (ring
+ * where it does not suit the call), and is tracked by size.  0, or the
+ * negative errno the call fails with. */
+static int choose(struct call *k)
+{
+    struct sampi_comm *c = k->c;
+    const int setting = sampi_comm_algorithm_setting(c);
+    if (setting <= SAMPI_ALGO_AUTO || setting >= SAMPI_ALGO__COUNT) {
+        k->algo = sampi_auto_decide(c, &k->a, &k->ac);
+        k->tracked = k->ac.d.measure;
+        return 0;
+    }
+    k->algo = (enum sampi_algo_id)setting;
+    k->tracked = sampi_tracker_wanted(c, k->bytes);
+    if (!sampi_algos[k->algo].suited || sampi_algos[k->algo].suited(&k->a))
+        return 0;
+    /* e.g. no straggler or degraded rank known, too few ranks or elements:
+     * decided from agreed inputs, so every rank runs ring */
+    char what[MPI_MAX_OBJECT_NAME + 64];
+    describe_call(k->datatype, k->op, what, sizeof(what));
+    k->algo = SAMPI_ALGO_RING;
+    return sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING, what);
+}
+
+/* What the branch needs before it runs: 1 to run; 0 with *rc the call's
+ * outcome.  SAMPI's branch opens the data path on first use (a failure
+ * agreed on every rank falls back); native checks the arguments first
+ * under sampi_check_native, so that ranks whose byte counts sent them down
+ * different branches meet in the same check instead of hanging apart. */
+static int prepare(struct call *k, int *rc)
+{
+    struct sampi_comm *c = k->c;
+    int prc = 0;
+    if (k->algo != SAMPI_ALGO_NATIVE) {
+        prc = sampi_comm_open_netdev(c);
+        if (prc && !c->revoked) {
+            *rc = fall_back(c, SAMPI_FALLBACK_BROKEN, k); /* agreed on every rank */
+            return 0;
+        }
+    } else if (sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE)) {
+        prc = sampi_argcheck_post(c, &k->a, SAMPI_ALGO_NATIVE);
+        if (!prc)
+            prc = sampi_argcheck_finish(c);
+        if (prc)
+            sampi_revoke(c, prc, "the argument check");
+    }
+    if (prc) {
+        *rc = sampi_report_error(k->comm, failure(c));
+        return 0;
+    }
+    count_call(c, k->algo, 1);
+    log_call(c, &k->a, k->algo);
+    return 1;
+}
+
+/* The algorithm runs; SAMPI's with its argument check overlapped. */
+static int run(struct call *k)
+{
+    struct sampi_comm *c = k->c;
+    int rc = 0;
+    if (k->algo != SAMPI_ALGO_NATIVE) {
+        rc = sampi_argcheck_post(c, &k->a, k->algo);
+        sampi_debug_stall_apply();
+    }
+    if (!rc) {
+        sampi_coll_ctx_bind(c, &k->a, k->algo);
+        rc = sampi_algos[k->algo].run(&k->a);
+        sampi_debug_algo_delay_apply(k->algo, sampi_algo_delayable);
+    }
+    return rc;
+}
+
+/* One ending for both branches.  `rc`: run's outcome (Open MPI's own for
+ * native, which stands as it is).  A message of the wrong size points at a
+ * mismatch: the check says which, the same on every rank.  A measured
+ * call's cost goes to auto (learn). */
+static int settle(struct call *k, int rc)
+{
+    struct sampi_comm *c = k->c;
+    if (rc && k->algo == SAMPI_ALGO_NATIVE)
+        return sampi_report_error(k->comm, rc);
+    if (!rc || rc == -EBADMSG) {
+        int verdict = sampi_argcheck_finish(c);
+        rc = verdict ? verdict : rc;
+    }
+    const char *where = "the data exchange";
+    if (!rc && k->tracked) {
+        double cost = -1;
+        rc = sampi_tracker_end(c, k->algo, k->bytes, &cost);
+        where = "the tracking exchange";
+        if (!rc && cost >= 0 && k->ac.active)
+            sampi_auto_learn(c, &k->ac, cost);
+    }
+    if (!rc)
+        return MPI_SUCCESS;
+    sampi_revoke(c, rc, where); /* no-op when a notice came first */
+    return sampi_report_error(k->comm, failure(c));
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -124,121 +307,20 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (!sampi_runtime_mpi_ready())
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     sampi_debug_delay_apply();
-
-    struct sampi_coll_args a;
-    int why = 0, rc = MPI_SUCCESS;
-    struct sampi_comm *c = NULL;
-    switch (sampi_check_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &a, &why, &rc)) {
-    case SAMPI_CHECK_TO_PMPI:
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    case SAMPI_CHECK_ANSWERED:
+    struct call k = {.sendbuf = sendbuf,
+                     .recvbuf = recvbuf,
+                     .count = count,
+                     .datatype = datatype,
+                     .op = op,
+                     .comm = comm};
+    int rc = MPI_SUCCESS;
+    if (!admit(&k, &rc))
         return rc;
-    case SAMPI_CHECK_INELIGIBLE: {
-        int inter = 1;
-        PMPI_Comm_test_inter(comm, &inter);
-        if (!inter) /* intercommunicators get no state: SAMPI never runs on them */
-            sampi_comm_get(comm, 1, &c);
-        return fall_back(c, why, sendbuf, recvbuf, count, datatype, op, comm);
-    }
-    case SAMPI_CHECK_OK:
-        break;
-    }
-    if (sampi_selective_route(&a, &rc))
+    if ((rc = choose(&k)))
+        return sampi_report_error(comm, rc);
+    if (k.tracked)
+        sampi_tracker_begin(k.c);
+    if (!prepare(&k, &rc))
         return rc;
-
-    rc = sampi_comm_get(comm, 1, &c);
-    if (rc)
-        return fall_back(NULL, SAMPI_FALLBACK_COMM, sendbuf, recvbuf, count, datatype, op, comm);
-    if (count == 0) { /* as Open MPI: nothing to reduce, no communication */
-        count_call(c, SAMPI_ALGO_NATIVE, 1);
-        log_call(c, &a, SAMPI_ALGO_NATIVE);
-        return MPI_SUCCESS;
-    }
-    /* a communicator SAMPI gave up on fails at once on every rank, a late
-     * one included: never PMPI_Allreduce, which would pair with the others'
-     * previous call */
-    if (sampi_revoke_poll(c))
-        return sampi_report_error(comm, -SAMPI_EREVOKED);
-    c->calls++;
-    rc = sampi_comm_join(c);
-    if (rc == -EINVAL)
-        return fall_back(c, SAMPI_FALLBACK_MISMATCH, sendbuf, recvbuf, count, datatype, op, comm);
-    if (rc)
-        return sampi_report_error(comm, -SAMPI_EREVOKED);
-
-    /* what the algorithms see of c: suited and auto read it, the run its
-     * refilled copy (sampi_coll_ctx_bind) */
-    struct sampi_coll_ctx ctx;
-    sampi_coll_ctx_fill(c, &ctx);
-    a.ctx = &ctx;
-    const size_t bytes = a.count * a.dt.extent;
-    /* auto asks its selector, which also says whether to measure the call;
-     * a forced algorithm is never overridden, and is tracked by size */
-    const int setting = sampi_comm_algorithm_setting(c);
-    struct sampi_auto_call ac = {0};
-    enum sampi_algo_id algo;
-    int tracked;
-    if (setting <= SAMPI_ALGO_AUTO || setting >= SAMPI_ALGO__COUNT) {
-        algo = sampi_auto_decide(c, &a, &ac);
-        tracked = ac.d.measure;
-    } else {
-        algo = (enum sampi_algo_id)setting;
-        tracked = sampi_tracker_wanted(c, bytes);
-        if (sampi_algos[algo].suited && !sampi_algos[algo].suited(&a)) {
-            /* e.g. no straggler or degraded rank known, too few ranks or
-             * elements: decided from agreed inputs, so every rank runs ring */
-            char what[MPI_MAX_OBJECT_NAME + 64];
-            describe_call(datatype, op, what, sizeof(what));
-            rc = sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING, what);
-            if (rc)
-                return sampi_report_error(comm, rc);
-            algo = SAMPI_ALGO_RING;
-        }
-    }
-    if (tracked)
-        sampi_tracker_begin(c);
-    if (algo == SAMPI_ALGO_NATIVE) {
-        if ((rc = check_first(c, &a)))
-            return sampi_report_error(comm, rc);
-        count_call(c, algo, 1);
-        log_call(c, &a, algo);
-        sampi_coll_ctx_bind(c, &a, algo);
-        rc = sampi_algos[algo].run(&a);
-        sampi_debug_algo_delay_apply(algo, sampi_algo_delayable);
-        if (rc || !tracked)
-            return sampi_report_error(comm, rc); /* Open MPI's own outcome */
-        if (!(rc = sampi_tracker_end(c, algo, bytes, ac.active ? &ac : NULL)))
-            return MPI_SUCCESS;
-        sampi_revoke(c, rc, "the tracking exchange");
-        return sampi_report_error(comm, -SAMPI_EREVOKED);
-    }
-    rc = sampi_comm_open_netdev(c);
-    if (rc && c->revoked)
-        return sampi_report_error(comm, -SAMPI_EREVOKED);
-    if (rc) /* the same answer on every rank: they agreed on the outcome */
-        return fall_back(c, SAMPI_FALLBACK_BROKEN, sendbuf, recvbuf, count, datatype, op, comm);
-    count_call(c, algo, 1);
-    log_call(c, &a, algo);
-    rc = sampi_argcheck_post(c, &a, algo);
-    sampi_debug_stall_apply();
-    if (!rc) {
-        sampi_coll_ctx_bind(c, &a, algo);
-        rc = sampi_algos[algo].run(&a);
-        sampi_debug_algo_delay_apply(algo, sampi_algo_delayable);
-    }
-    /* a message of the wrong size points at a mismatch: the check says
-     * which, the same on every rank */
-    if (!rc || rc == -EBADMSG) {
-        int crc = sampi_argcheck_finish(c);
-        rc = crc ? crc : rc;
-    }
-    if (!rc && tracked)
-        rc = sampi_tracker_end(c, algo, bytes, ac.active ? &ac : NULL);
-    if (!rc)
-        return MPI_SUCCESS;
-    sampi_revoke(c, rc, "the data exchange"); /* no-op when a notice came first */
-    /* this call returns its cause: a mismatch (the same class on every rank,
-     * which all computed the same check) or the revocation */
-    return sampi_report_error(comm,
-                              sampi_errno_is_mismatch(c->revoked) ? c->revoked : -SAMPI_EREVOKED);
+    return settle(&k, run(&k));
 }

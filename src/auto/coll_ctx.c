@@ -71,7 +71,7 @@ void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
 void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *a, enum sampi_algo_id algo)
 {
     struct sampi_coll_ctx *ctx = a->ctx;
-    sampi_coll_ctx_fill(c, ctx);
+    ctx->nd = c->nd; /* opened since the context was filled */
     void *st = NULL;
     sampi_comm_algo_state_make(c, algo, a, &st);
     ctx->state = st;

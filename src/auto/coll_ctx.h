@@ -15,8 +15,8 @@ struct sampi_comm;
  * for the descriptors' suited functions and auto's selection. */
 void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx);
 
-/* Just before `algo` runs the call a on c: refill a->ctx (the data path is
- * open now, the tracker may have moved) and hand it algo's state, made at
+/* Just before `algo` runs the call a on c: give a->ctx (filled once, at the
+ * start of the call) the data path, open now, and algo's state, made at
  * its first use (collective: every rank runs the same algorithm for the
  * call).  A state that could not be made is passed as NULL; the algorithm
  * then fails or falls back the same way on every rank. */

@@ -7,7 +7,6 @@
  * per rank and an allgather of two doubles.
  */
 #include "tracker.h"
-#include "auto.h"
 #include "coll_ctx.h"
 #include "comm.h"
 #include "revoke.h"
@@ -286,9 +285,9 @@ static double last_arrival_cost(const double *dur, int n)
     return m;
 }
 
-int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes,
-                      const struct sampi_auto_call *call)
+int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns)
 {
+    *cost_ns = -1;
     struct sampi_tracker *t = c->tracker;
     double mine = t ? (double)(sampi_now_ns() - t->entry_ns) : -1;
     /* Without a tracker (out of memory) this rank still takes part, into a
@@ -305,9 +304,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     if (!t)
         return -ENOMEM;
     t->tracked++;
-    double cost = last_arrival_cost(t->dur, c->size);
-    if (call && cost >= 0)
-        sampi_auto_learn(c, call, cost);
+    *cost_ns = last_arrival_cost(t->dur, c->size);
     struct sampi_arrival a;
     if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a) == 0) {
         /* the arrival counters (pvars) come from the same exchange */

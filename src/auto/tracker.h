@@ -57,13 +57,12 @@ int sampi_tracker_wanted(const struct sampi_comm *c, size_t bytes);
 void sampi_tracker_begin(struct sampi_comm *c);
 
 /* After a tracked call ran `algo` successfully: exchange the durations (the
- * one exchange of a measured call), tell `auto` what the call cost (call:
- * NULL when auto did not decide it), update the predictions and the arrival
- * counters, maybe probe.  Collective.  0, or a negative errno when an
+ * one exchange of a measured call), update the predictions and the arrival
+ * counters, maybe probe.  *cost_ns: what the call cost, from the last
+ * arrival to the end (agreed on every rank), -1 when unknown; the caller
+ * hands it to auto (auto.h).  Collective.  0, or a negative errno when an
  * exchange failed (the caller then revokes the communicator). */
-struct sampi_auto_call;
-int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes,
-                      const struct sampi_auto_call *call);
+int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns);
 
 /* The straggler predicted for the next call, or -1. */
 int sampi_tracker_straggler(const struct sampi_comm *c);
