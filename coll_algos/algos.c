@@ -7,13 +7,14 @@
 #include <string.h>
 
 const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT] = {
-#define SAMPI_ALGO(id_, name_, caps_, run_, suited_, state_, desc_)                                \
+#define SAMPI_ALGO(id_, name_, caps_, run_, suited_, state_, model_, desc_)                        \
     [SAMPI_ALGO_##id_] = {.id = SAMPI_ALGO_##id_,                                                  \
                           .name = name_,                                                           \
                           .caps = caps_,                                                           \
                           .run = run_,                                                             \
                           .suited = suited_,                                                       \
                           .state = state_,                                                         \
+                          .model = model_,                                                         \
                           .description = desc_},
 #include "algos.def"
 #undef SAMPI_ALGO

@@ -107,6 +107,43 @@ struct sampi_algo_state_hooks {
     void (*destroy)(void *state);
 };
 
+/* The world one call meets, as the communicator's tracker knows it (every
+ * field agreed across ranks): what an algorithm's cost model reads. */
+struct sampi_algo_world {
+    int n;         /* ranks */
+    double bytes;  /* the call's vector */
+    double beta;   /* the data path's ns per byte, 0: not measured yet */
+    int straggler; /* the rank predicted (or set) to arrive last, -1: none */
+    /* the recent tracked calls: who arrived last in each (-1: nobody notably
+     * late) and how long after the second-last */
+    const int *last;
+    const double *gap_ns;
+    int samples;
+    /* the call, for a model that reads its algorithm's own parameters */
+    const struct sampi_coll_ctx *ctx;
+    size_t count, extent;
+};
+
+/* What `auto` and the tracker may ask an algorithm's model (algos.def's
+ * `model` column; NULL: the algorithm is only measured).  Every hook is
+ * optional and pure. */
+struct sampi_algo_model {
+    /* The fraction of a ring's time after the last arrival this algorithm
+     * would save on this call in world w (its hint: a known straggler, a
+     * degraded link); 0 or below when it would not.  auto's model prefers
+     * the algorithm with the largest gain above SAMPI_ALGO_GAIN_MARGIN to
+     * the size table. */
+    double (*gain)(const struct sampi_algo_world *w);
+    /* The factor f such that a call of this algorithm took f * bytes * beta
+     * after its last arrival, which arrived gap_ns after the second-last: a
+     * sample for the data path's beta; 0 when the call says nothing. */
+    double (*beta_factor)(const struct sampi_algo_world *w, double gap_ns);
+    /* Non-zero where the algorithm can never win (auto never measures it
+     * there), from the call's size and the communicator's alone. */
+    int (*hopeless)(size_t bytes, int n);
+};
+#define SAMPI_ALGO_GAIN_MARGIN 0.05
+
 struct sampi_algo {
     enum sampi_algo_id id;
     const char *name;
@@ -116,8 +153,13 @@ struct sampi_algo {
      * inputs identical on every rank, so all ranks agree */
     int (*suited)(const struct sampi_coll_args *args);
     const struct sampi_algo_state_hooks *state; /* NULL: the algorithm keeps none */
+    const struct sampi_algo_model *model;       /* NULL: measured only */
     const char *description;
 };
+
+/* The models of the rows (model.c, stragglar_model.c, optcc_model.c). */
+extern const struct sampi_algo_model sampi_ring_model, sampi_ring_like_model, sampi_stragglar_model,
+    sampi_optcc_model;
 
 extern const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT];
 

@@ -208,10 +208,13 @@ static enum sampi_regime regime_needed(unsigned caps)
 static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
                      const struct sampi_select_hints *h, uint32_t arms[SAMPI_REGIME__COUNT])
 {
+    /* an algorithm that needs a hint is an arm when the call is informed
+     * and its `suited` finds the hint it needs (a straggler, a degraded
+     * rank) */
     const int hinted[SAMPI_REGIME__COUNT] = {
         [SAMPI_REGIME_NONE] = 1,
-        [SAMPI_REGIME_STRAGGLER] = h->straggler >= 0,
-        [SAMPI_REGIME_DEGRADED] = h->degraded >= 0,
+        [SAMPI_REGIME_STRAGGLER] = h->informed,
+        [SAMPI_REGIME_DEGRADED] = h->informed,
     };
     for (int r = 0; r < SAMPI_REGIME__COUNT; r++)
         arms[r] = 0;
@@ -232,7 +235,7 @@ static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
 static enum sampi_algo_id frozen_choice(const struct sampi_comm *c, const struct sampi_coll_args *a,
                                         size_t bytes)
 {
-    const struct sampi_select_hints none = {.straggler = -1, .degraded = -1};
+    const struct sampi_select_hints none = {0};
     uint32_t arms[SAMPI_REGIME__COUNT];
     arms_for(a, bytes, c->size, &none, arms);
     pthread_mutex_lock(&tuning_lock);

@@ -119,22 +119,3 @@ int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
     }
     return 0;
 }
-
-double sampi_optcc_model_ratio(int p, double l, int k)
-{
-    double t;
-    if (p < 3 || !(l >= 1) || k < 1)
-        return INFINITY;
-    if (l >= 2)
-        t = l * (k + 1.0) / k;
-    else
-        t = 2.0 * (p - 1) * l / ((p - 2) * l + 2) * (k + l - 1.0) / k;
-    return t / (2.0 * (p - 1) / p);
-}
-
-double sampi_optcc_lower_bound_ratio(int p, double l)
-{
-    if (p < 3 || !(l >= 1))
-        return INFINITY;
-    return l <= 2 ? p * l / ((p - 2) * l + 2) : l * p / (2.0 * (p - 1));
-}

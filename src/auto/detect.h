@@ -46,14 +46,4 @@ void sampi_detector_init(struct sampi_detector *d);
  * nothing).  Returns 1 when the confirmed rank or its slowdown changed. */
 int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown);
 
-/* OptCC's time over the fault-free ring time T0 = 2(p-1)/p n beta for one
- * rank slowed down l times, k segments (the paper's eq. (1)/(2), spec
- * section 4.3): l (k+1)/k / T0 for l >= 2, and with bubble filling
- * 2(p-1)l/((p-2)l+2) (k+l-1)/k / T0 below.  A ring through the slow rank
- * takes l T0. */
-double sampi_optcc_model_ratio(int p, double l, int k);
-/* Theorem 6's lower bound over T0: pl/((p-2)l+2) for l <= 2, lp/(2(p-1))
- * above. */
-double sampi_optcc_lower_bound_ratio(int p, double l);
-
 #endif

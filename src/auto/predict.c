@@ -1,13 +1,7 @@
 /*
- * predict.c - straggler prediction and StragglAR's cost model (predict.h).
- *
- * Worked example, n = 8, 64 MiB at 1 ns/byte (1 GB/s): a ring needs
- * 2(n-1)/n = 1.75 s*beta = 117 ms after the last arrival.  StragglAR's other
- * seven ranks reduce-scatter in (n-2)/(n-1) = 0.857 s*beta = 57.5 ms while the
- * straggler is late, then the matching phase takes (n+log2 n-2)/(n-1) = 9/7 =
- * 1.286 s*beta = 86 ms.  With a delay D behind the second-last arrival,
- * stragglar ends at max(D, 57.5) + 86 ms and ring at D + 117 ms: stragglar
- * wins from D = 26.4 ms on (the critical delay, 0.393 s*beta).
+ * predict.c - straggler prediction and the data path's beta (predict.h).
+ * The algorithms' own cost models live with them (coll_algos, the `model`
+ * column of algos.def).
  */
 #include "predict.h"
 
@@ -113,58 +107,4 @@ void sampi_beta_note(struct sampi_beta *b, double last_dur_ns, double factor, do
      * call (a page-fault storm, a descheduled rank) does not swing auto */
     b->ns_per_byte = b->samples == 0 ? sample : b->ns_per_byte + (sample - b->ns_per_byte) / 4;
     b->samples++;
-}
-
-double sampi_stragglar_phase1_factor(int n)
-{
-    return n > 2 ? (double)(n - 2) / (n - 1) : 0;
-}
-
-double sampi_stragglar_phase2_factor(int n, int rounds)
-{
-    /* each round moves one chunk, s/(n-1), per rank */
-    return n > 2 && rounds > 0 ? (double)rounds / (n - 1) : INFINITY;
-}
-
-double sampi_ring_factor(int n)
-{
-    return n > 1 ? 2.0 * (n - 1) / n : 0;
-}
-
-double sampi_stragglar_predicted_ns(int n, int rounds, double bytes, double beta, double delay_ns)
-{
-    double sb = bytes * beta, rs = sampi_stragglar_phase1_factor(n) * sb;
-    return (delay_ns > rs ? delay_ns : rs) + sampi_stragglar_phase2_factor(n, rounds) * sb;
-}
-
-double sampi_ring_predicted_ns(int n, double bytes, double beta, double delay_ns)
-{
-    return delay_ns + sampi_ring_factor(n) * bytes * beta;
-}
-
-double sampi_stragglar_critical_delay_ns(int n, int rounds, double bytes, double beta)
-{
-    double p1 = sampi_stragglar_phase1_factor(n), p2 = sampi_stragglar_phase2_factor(n, rounds),
-           r = sampi_ring_factor(n);
-    if (n < 3 || !(p2 < r))
-        return -1;
-    double d = p1 + p2 - r; /* from max(D, p1) + p2 = D + r */
-    return (d > 0 ? d : 0) * bytes * beta;
-}
-
-double sampi_stragglar_expected_gain(const struct sampi_predictor *p, int s, int rounds,
-                                     double bytes, double beta)
-{
-    const int n = p->n;
-    double sb = bytes * beta, ring = sampi_ring_factor(n) * sb;
-    double p1 = sampi_stragglar_phase1_factor(n) * sb;
-    double p2 = sampi_stragglar_phase2_factor(n, rounds) * sb;
-    if (p->count == 0 || !(ring > 0) || !isfinite(p2))
-        return 0;
-    double saved = 0;
-    for (int i = 0; i < p->count; i++) {
-        double d = p->gap_ns[i];
-        saved += p->last[i] == s ? ring - ((d > p1 ? d : p1) - d + p2) : ring - (p1 + p2);
-    }
-    return saved / p->count / ring;
 }

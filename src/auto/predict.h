@@ -1,5 +1,6 @@
 /*
- * predict.h - who will be late to the next allreduce, and does StragglAR pay.
+ * predict.h - who will be late to the next allreduce, and how fast the data
+ * path moves a byte.
  *
  * Pure code (no MPI, no clocks): src/auto/tracker.c feeds it, after every tracked
  * call, the durations every rank measured on its own clock from entering
@@ -67,36 +68,5 @@ struct sampi_beta {
     int samples;
 };
 void sampi_beta_note(struct sampi_beta *b, double last_dur_ns, double factor, double bytes);
-
-/* StragglAR's cost model in units of s*beta (s the message size), on n ranks
- * whose matching schedule has `rounds` rounds (n + log2(n) - 2 for powers of
- * two; what the builder reached otherwise): the first phase (the others'
- * reduce-scatter), the matching phase after the straggler arrives, and a
- * ring's time after the last arrival. */
-double sampi_stragglar_phase1_factor(int n);
-double sampi_stragglar_phase2_factor(int n, int rounds);
-double sampi_ring_factor(int n);
-
-/* The delay of the straggler (behind the second-last arrival) above which
- * `stragglar` finishes before `ring`, for a message of `bytes` bytes at
- * beta ns/byte.  Negative: never (n = 3, where StragglAR's matching phase
- * alone moves more than a whole ring). */
-double sampi_stragglar_critical_delay_ns(int n, int rounds, double bytes, double beta);
-
-/* Predicted time from the second-last arrival: stragglar given the
- * straggler's delay, and ring. */
-double sampi_stragglar_predicted_ns(int n, int rounds, double bytes, double beta, double delay_ns);
-double sampi_ring_predicted_ns(int n, double bytes, double beta, double delay_ns);
-
-/* What running `stragglar` with straggler s would have saved over `ring`,
- * averaged over the window's calls, as a fraction of a ring's time after the
- * last arrival, for a message of `bytes` at beta ns/byte.  In a call where s
- * was last by D it saves ring - (max(D, phase 1) - D + phase 2); in a call
- * where it was not (someone else late, or nobody) the other ranks' first
- * phase could not start early and it loses phase 1 + phase 2 - ring.  So a
- * straggler that is late only now and then, or by less than the critical
- * delay, gives a gain below zero.  0 with an empty window. */
-double sampi_stragglar_expected_gain(const struct sampi_predictor *p, int s, int rounds,
-                                     double bytes, double beta);
 
 #endif

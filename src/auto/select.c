@@ -2,8 +2,6 @@
  * select.c - the selection table for `auto`.
  */
 #include "select.h"
-#include "detect.h"
-#include "predict.h"
 
 const struct sampi_select_rule sampi_auto_rules[] = {
     /* Open MPI's recursive doubling wins while latency dominates */
@@ -27,72 +25,21 @@ enum sampi_algo_id sampi_select_auto(size_t bytes, int comm_size)
     return SAMPI_ALGO_NATIVE;
 }
 
-/* A degraded link: a ring runs at its pace (l T0); OptCC's model gives the
- * rest (detect.h).  Both are ratios, so no beta is needed. */
-static int optcc_pays(size_t bytes, int n, const struct sampi_select_hints *h)
-{
-    if (h->degraded < 0 || h->optcc_k <= 0)
-        return 0;
-    return sampi_optcc_model_ratio(n, h->slowdown, h->optcc_k) * (1 + SAMPI_SELECT_MARGIN) <
-           h->slowdown;
-}
-
-/* A persistent straggler: what StragglAR would have saved over the recent
- * calls, late or not (predict.h), so that a straggler late now and then, or
- * by less than the critical delay, does not pay; never at n = 3, where the
- * model says StragglAR cannot win. */
-static int stragglar_pays(size_t bytes, int n, const struct sampi_select_hints *h)
-{
-    return h->straggler >= 0 && n >= 4 && h->stragglar_gain > SAMPI_SELECT_MARGIN;
-}
-
-const struct sampi_select_hint_rule sampi_hint_rules[] = {
-    /* a slow link slows every call; a straggler only delays its start */
-    {SAMPI_ALGO_OPTCC, optcc_pays},
-    {SAMPI_ALGO_STRAGGLAR, stragglar_pays},
-};
-const int sampi_hint_rule_count = sizeof(sampi_hint_rules) / sizeof(sampi_hint_rules[0]);
-
 enum sampi_algo_id sampi_select_auto_hinted(size_t bytes, int n, const struct sampi_select_hints *h)
 {
-    for (int i = 0; h && i < sampi_hint_rule_count; i++)
-        if (sampi_hint_rules[i].pays(bytes, n, h))
-            return sampi_hint_rules[i].algo;
-    return sampi_select_auto(bytes, n);
+    int best = -1;
+    for (int id = 0; h && id < SAMPI_ALGO__COUNT; id++)
+        if (h->gain[id] > SAMPI_ALGO_GAIN_MARGIN && (best < 0 || h->gain[id] > h->gain[best]))
+            best = id;
+    return best >= 0 ? (enum sampi_algo_id)best : sampi_select_auto(bytes, n);
 }
 
-/* The model's side of "the model prunes, measurements decide": arms it rules
- * out for a call before any measurement.  A ring whose messages carry less
- * than RING_MIN_BLOCK bytes pays 2(p-1) latency-bound rounds where rhd pays
- * 2 log2 p, on any machine; StragglAR cannot beat a ring on 3 ranks.  An
- * algorithm without a row here is never pruned: it is measured. */
-#define RING_MIN_BLOCK 4096
-
-static int ring_hopeless(size_t bytes, int n)
-{
-    return bytes / (size_t)n < RING_MIN_BLOCK;
-}
-
-static int stragglar_hopeless(size_t bytes, int n)
-{
-    (void)bytes;
-    return n < 4;
-}
-
-static const struct {
-    enum sampi_algo_id algo;
-    int (*hopeless)(size_t bytes, int n);
-} prunes[] = {
-    {SAMPI_ALGO_RING, ring_hopeless},
-    {SAMPI_ALGO_STRAGGLAR, stragglar_hopeless},
-};
-
+/* The model's side of "the model prunes, measurements decide": the arms a
+ * row's model rules out for a call before any measurement. */
 int sampi_select_hopeless(enum sampi_algo_id algo, size_t bytes, int n)
 {
-    for (size_t i = 0; i < sizeof(prunes) / sizeof(prunes[0]); i++)
-        if (prunes[i].algo == algo)
-            return prunes[i].hopeless(bytes, n);
-    return 0;
+    const struct sampi_algo_model *m = sampi_algos[algo].model;
+    return m && m->hopeless && m->hopeless(bytes, n);
 }
 
 enum sampi_algo_id sampi_select(int setting, size_t bytes, int comm_size,

@@ -30,39 +30,22 @@ extern const int sampi_auto_rule_count;
 enum sampi_algo_id sampi_select_auto(size_t bytes, int comm_size);
 
 /* What the communicator's history says (src/auto/tracker.c), identical on every
- * rank.  A zeroed struct with straggler = degraded = -1 says nothing. */
+ * rank: each modelled algorithm's gain on the call (its row's model,
+ * algos.h).  A zeroed struct says nothing. */
 struct sampi_select_hints {
-    int straggler;         /* the rank predicted (or set) to arrive last, -1: none */
-    double lateness_ns;    /* its typical delay behind the second-last arrival */
-    double stragglar_gain; /* the fraction of a ring's time stragglar saved on average
-                            * over the recent calls (predict.h), for this size */
-    double beta;           /* the data path's ns per byte, 0: not measured yet */
-    int stragglar_rounds;  /* rounds of StragglAR's matching phase on n ranks, 0: unknown */
-    int degraded;          /* the rank whose link is slow, -1: none */
-    double slowdown;       /* how many times slower (l) */
-    int optcc_k;           /* segments optcc would run this call with, 0: it cannot */
+    int informed; /* 0: no hint at all (learning frozen): only the algorithms that need none */
+    double gain[SAMPI_ALGO__COUNT]; /* the fraction of a ring's time each would save, 0: none */
 };
 
-/* Before the size table, `auto` asks each algorithm that exploits a known
- * straggler or degraded link whether it pays for this call, in table order;
- * `pays` returns non-zero when its model predicts a time at least
- * SAMPI_SELECT_MARGIN below the algorithm the size table would run. */
-struct sampi_select_hint_rule {
-    enum sampi_algo_id algo;
-    int (*pays)(size_t bytes, int n, const struct sampi_select_hints *h);
-};
-#define SAMPI_SELECT_MARGIN 0.05
-
-extern const struct sampi_select_hint_rule sampi_hint_rules[];
-extern const int sampi_hint_rule_count;
-
+/* Before the size table, `auto`'s model takes the algorithm whose gain is
+ * the largest, if it exceeds SAMPI_ALGO_GAIN_MARGIN (algos.h). */
 /* What `auto` picks for a message of `bytes` on n ranks given the hints
  * (NULL: none). */
 enum sampi_algo_id sampi_select_auto_hinted(size_t bytes, int n,
                                             const struct sampi_select_hints *h);
 
-/* Non-zero when the model rules `algo` out for a call of `bytes` on n ranks
- * (auto then never measures it there); 0 for an algorithm it has no model of. */
+/* Non-zero when `algo`'s model rules it out for a call of `bytes` on n ranks
+ * (auto then never measures it there); 0 for an algorithm without one. */
 int sampi_select_hopeless(enum sampi_algo_id algo, size_t bytes, int n);
 
 /* The algorithm for a call, given the setting in force (an algorithm id, or

@@ -13,7 +13,6 @@
 #include "wait.h"
 #include "sampi_internal.h"
 #include "select.h"
-#include "stragglar_schedule.h"
 
 #include <errno.h>
 #include <math.h>
@@ -76,40 +75,32 @@ void sampi_tracker_begin(struct sampi_comm *c)
     }
 }
 
-/* Time per byte: the calls whose time after the last arrival the model
- * explains, with the bytes each moves per rank after it (in units of s). */
-static double beta_factor(const struct sampi_tracker *t, enum sampi_algo_id algo, int n,
-                          const struct sampi_arrival *a, size_t bytes)
+/* The world a call on c meets, as this tracker knows it (algos.h), for the
+ * algorithms' models.  t may be NULL: nothing known but the sizes. */
+static void world_of(const struct sampi_comm *c, const struct sampi_tracker *t, double bytes,
+                     struct sampi_algo_world *w)
 {
-    switch (algo) {
-    case SAMPI_ALGO_RING:
-    case SAMPI_ALGO_RHD:
-    case SAMPI_ALGO_NATIVE: /* Open MPI's large-message algorithms move about as much */
-        return sampi_ring_factor(n);
-    case SAMPI_ALGO_STRAGGLAR:
-        /* only when its first phase was hidden behind the delay */
-        if (t->beta.ns_per_byte > 0 && t->stragglar_rounds > 0 &&
-            a->gap_ns >= sampi_stragglar_phase1_factor(n) * (double)bytes * t->beta.ns_per_byte)
-            return sampi_stragglar_phase2_factor(n, t->stragglar_rounds);
-        return 0;
-    default:
-        return 0;
-    }
+    *w = (struct sampi_algo_world){.n = c->size, .bytes = bytes, .straggler = -1};
+    if (!t)
+        return;
+    w->beta = t->beta.ns_per_byte;
+    w->last = t->pred.last;
+    w->gap_ns = t->pred.gap_ns;
+    w->samples = t->pred.count;
 }
 
-/* The matching phase's length on n ranks, from the builder, once. */
-static void learn_rounds(struct sampi_tracker *t, int n)
+/* Time per byte: the calls whose time after the last arrival the model of
+ * the algorithm that ran explains, with the bytes each moves per rank after
+ * it (in units of s). */
+static double beta_factor(const struct sampi_comm *c, const struct sampi_tracker *t,
+                          enum sampi_algo_id algo, const struct sampi_arrival *a, size_t bytes)
 {
-    if (t->stragglar_rounds || n > SAMPI_STRAGGLAR_MAX_MATCHING_N)
-        return;
-    struct sampi_stragglar_schedule sch;
-    memset(&sch, 0, sizeof(sch));
-    if (sampi_stragglar_schedule(n, 0, &sch) == 0) {
-        t->stragglar_rounds = sch.nrounds;
-        sampi_stragglar_schedule_free(&sch);
-    } else {
-        t->stragglar_rounds = -1; /* never again */
-    }
+    const struct sampi_algo_model *m = sampi_algos[algo].model;
+    if (!m || !m->beta_factor)
+        return 0;
+    struct sampi_algo_world w;
+    world_of(c, t, (double)bytes, &w);
+    return m->beta_factor(&w, a->gap_ns);
 }
 
 /* The probe: every rank sends probe_bytes to its right neighbour while it
@@ -254,16 +245,11 @@ static int want_probe(struct sampi_tracker *t, const struct sampi_comm *c, size_
     return 1;
 }
 
-static void publish(struct sampi_comm *c, struct sampi_tracker *t, size_t bytes)
+static void publish(struct sampi_tracker *t, size_t bytes)
 {
     atomic_store_explicit(&t->pv_predicted, t->now.rank, memory_order_relaxed);
     atomic_store_explicit(&t->pv_lateness_ns, (uint64_t)t->now.lateness_ns, memory_order_relaxed);
-    double crit = t->stragglar_rounds > 0 && t->beta.ns_per_byte > 0
-                      ? sampi_stragglar_critical_delay_ns(c->size, t->stragglar_rounds,
-                                                          (double)bytes, t->beta.ns_per_byte)
-                      : -1;
-    atomic_store_explicit(&t->pv_critical_ns, crit >= 0 ? (uint64_t)crit : UINT64_MAX,
-                          memory_order_relaxed);
+    atomic_store_explicit(&t->pv_bytes, (uint64_t)bytes, memory_order_relaxed);
     atomic_store_explicit(&t->pv_beta_ps, (uint64_t)(t->beta.ns_per_byte * 1000),
                           memory_order_relaxed);
     atomic_store_explicit(&t->pv_degraded, t->det.rank, memory_order_relaxed);
@@ -319,10 +305,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
         }
         sampi_predictor_note(&t->pred, &a);
         sampi_predictor_predict(&t->pred, &t->now); /* read until the next call ends */
-        if (a.last >= 0)
-            learn_rounds(t, c->size);
-        sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(t, algo, c->size, &a, bytes),
-                        (double)bytes);
+        sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(c, t, algo, &a, bytes), (double)bytes);
         if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
             sampi_log(SAMPI_LOG_CALL,
                       "tracked %s: last rank %d, %.0f us after the second-last; %.0f us after "
@@ -360,7 +343,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
                           : "communicator of size %d: no degraded link (%d, %.3f)",
                       c->size, t->det.rank, t->det.slowdown);
     }
-    publish(c, t, bytes);
+    publish(t, bytes);
     return 0;
 }
 
@@ -386,24 +369,18 @@ int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown)
 void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx, size_t count,
                          size_t extent, struct sampi_select_hints *h)
 {
-    struct sampi_tracker *t = c->tracker;
+    struct sampi_algo_world w;
+    world_of(c, c->tracker, (double)(count * extent), &w);
+    w.straggler = sampi_tracker_straggler(c);
+    w.ctx = ctx;
+    w.count = count;
+    w.extent = extent;
     memset(h, 0, sizeof(*h));
-    h->straggler = sampi_tracker_straggler(c);
-    h->degraded = -1;
-    if (t) {
-        h->lateness_ns = h->straggler >= 0 ? sampi_predictor_lateness(&t->pred, h->straggler) : 0;
-        h->beta = t->beta.ns_per_byte;
-        h->stragglar_rounds = t->stragglar_rounds > 0 ? t->stragglar_rounds : 0;
-        if (h->straggler >= 0 && h->beta > 0 && h->stragglar_rounds > 0)
-            h->stragglar_gain = sampi_stragglar_expected_gain(
-                &t->pred, h->straggler, h->stragglar_rounds, (double)(count * extent), h->beta);
-    }
-    int z, k;
-    double l;
-    if (sampi_optcc_params(ctx, count, extent, &z, &l, &k) == 0) {
-        h->degraded = z;
-        h->slowdown = l;
-        h->optcc_k = k;
+    h->informed = 1;
+    for (int id = 0; id < SAMPI_ALGO__COUNT; id++) {
+        const struct sampi_algo_model *m = sampi_algos[id].model;
+        if (m && m->gain)
+            h->gain[id] = m->gain(&w);
     }
 }
 

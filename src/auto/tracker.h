@@ -2,6 +2,9 @@
  * tracker.h - what a communicator's recent calls say about its ranks: who is
  * usually late (for stragglar) and whose link is degraded (for optcc).
  *
+ * The tracker knows no algorithm: it hands what it saw to the algorithms'
+ * models (the `model` column of algos.def) and asks them.
+ *
  * After every tracked call (a call of at least sampi_tracker_min_bytes on 3
  * or more ranks) the ranks allgather how long each spent in it by its own
  * clock (one double each), and now and then run a short link probe
@@ -29,7 +32,6 @@ struct sampi_tracker {
     struct sampi_beta beta;
     struct sampi_detector det;
     struct sampi_prediction now; /* pred's answer, recomputed when pred changes */
-    int stragglar_rounds;        /* rounds of the matching schedule on n ranks, 0: not built */
     uint64_t tracked;            /* calls tracked */
     uint64_t next_probe;         /* the tracked-call count of the next link probe */
     uint64_t probe_gap;          /* tracked calls between probes now (backs off) */
@@ -43,7 +45,8 @@ struct sampi_tracker {
     /* published for the performance variables (read from any thread) */
     _Atomic int pv_predicted; /* -1: none */
     _Atomic int pv_degraded;  /* -1: none */
-    _Atomic uint64_t pv_lateness_ns, pv_critical_ns, pv_slowdown_milli, pv_beta_ps;
+    _Atomic uint64_t pv_lateness_ns, pv_slowdown_milli, pv_beta_ps;
+    _Atomic uint64_t pv_bytes; /* the last tracked call's vector */
 };
 
 /* Whether a call the user forced to an algorithm is tracked: at least

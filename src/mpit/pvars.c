@@ -8,6 +8,7 @@
 #include "auto.h"
 #include "comm.h"
 #include "stats.h"
+#include "stragglar_model.h"
 #include "tracker.h"
 #include "wait_mode.h"
 
@@ -169,9 +170,23 @@ static void fetch_predicted_lateness(struct sampi_comm *c, void *out, int n)
     fetch_tracker_ull(c, offsetof(struct sampi_tracker, pv_lateness_ns), 0, out, n);
 }
 
+/* StragglAR's critical delay for the last tracked call's size at the
+ * measured beta (stragglar_model.h): UINT64_MAX while either is unknown or
+ * where StragglAR never wins. */
 static void fetch_critical_delay(struct sampi_comm *c, void *out, int n)
 {
-    fetch_tracker_ull(c, offsetof(struct sampi_tracker, pv_critical_ns), UINT64_MAX, out, n);
+    unsigned long long *o = out;
+    struct sampi_tracker *t = c ? c->tracker : NULL;
+    double crit = -1;
+    if (t) {
+        double beta = (double)atomic_load_explicit(&t->pv_beta_ps, memory_order_relaxed) / 1000;
+        double bytes = (double)atomic_load_explicit(&t->pv_bytes, memory_order_relaxed);
+        int rounds = sampi_stragglar_matching_rounds(c->size);
+        if (beta > 0 && bytes > 0 && rounds > 0)
+            crit = sampi_stragglar_critical_delay_ns(c->size, rounds, bytes, beta);
+    }
+    for (int i = 0; i < n; i++)
+        o[i] = crit >= 0 ? (unsigned long long)crit : UINT64_MAX;
 }
 
 static void fetch_beta(struct sampi_comm *c, void *out, int n)

@@ -4,8 +4,10 @@
  */
 #include "config.h"
 #include "detect.h"
+#include "optcc_model.h"
 #include "predict.h"
 #include "select.h"
+#include "stragglar_model.h"
 #include "suites.h"
 
 #include <math.h>
@@ -242,7 +244,26 @@ static void setup(void)
 static struct sampi_select_hints no_hints(void)
 {
     struct sampi_select_hints h = {0};
-    h.straggler = h.degraded = -1;
+    h.informed = 1;
+    return h;
+}
+
+/* StragglAR's expected gain over the predictor's window. */
+static double window_gain(const struct sampi_predictor *p, int s, int rounds, double bytes,
+                          double beta)
+{
+    return sampi_stragglar_expected_gain(p->n, p->last, p->gap_ns, p->count, s, rounds, bytes,
+                                         beta);
+}
+
+/* What the table's models say for a world (algos.def): the hints auto
+ * would get. */
+static struct sampi_select_hints hints_of(const struct sampi_algo_world *w)
+{
+    struct sampi_select_hints h = no_hints();
+    for (int id = 0; id < SAMPI_ALGO__COUNT; id++)
+        if (sampi_algos[id].model && sampi_algos[id].model->gain)
+            h.gain[id] = sampi_algos[id].model->gain(w);
     return h;
 }
 
@@ -266,19 +287,18 @@ START_TEST(expected_gain_weighs_the_misses)
     double crit = sampi_stragglar_critical_delay_ns(8, 9, s, 1.0);
     /* always late by a lot: the model's full gain, 1 - (9/7) / (14/8) */
     fill(&p, 8, 3, 16, 16, 10 * s);
-    ck_assert(fabs(sampi_stragglar_expected_gain(&p, 3, 9, s, 1.0) - (1 - (9.0 / 7) / 1.75)) <
-              1e-9);
+    ck_assert(fabs(window_gain(&p, 3, 9, s, 1.0) - (1 - (9.0 / 7) / 1.75)) < 1e-9);
     /* always late by exactly the critical delay: no gain */
     fill(&p, 8, 3, 16, 16, crit);
-    ck_assert(fabs(sampi_stragglar_expected_gain(&p, 3, 9, s, 1.0)) < 1e-9);
+    ck_assert(fabs(window_gain(&p, 3, 9, s, 1.0)) < 1e-9);
     /* late in half the calls: on 8 ranks a hit saves 0.46 s beta and a miss
      * costs 0.39, so it still pays; in a quarter of them it does not */
     fill(&p, 8, 3, 8, 16, 10 * s);
-    ck_assert(sampi_stragglar_expected_gain(&p, 3, 9, s, 1.0) > 0);
+    ck_assert(window_gain(&p, 3, 9, s, 1.0) > 0);
     fill(&p, 8, 3, 4, 16, 10 * s);
-    ck_assert(sampi_stragglar_expected_gain(&p, 3, 9, s, 1.0) < 0);
+    ck_assert(window_gain(&p, 3, 9, s, 1.0) < 0);
     /* another rank's lateness is a miss for this one */
-    ck_assert(sampi_stragglar_expected_gain(&p, 4, 9, s, 1.0) < 0);
+    ck_assert(window_gain(&p, 4, 9, s, 1.0) < 0);
 }
 END_TEST
 
@@ -286,49 +306,84 @@ START_TEST(auto_uses_stragglar_when_it_pays)
 {
     size_t s = 64u << 20;
     struct sampi_select_hints h = no_hints();
-    h.straggler = 3;
-    h.stragglar_gain = 0.2;
+    h.gain[SAMPI_ALGO_STRAGGLAR] = 0.2;
     ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_STRAGGLAR);
-    h.stragglar_gain = SAMPI_SELECT_MARGIN / 2;
+    h.gain[SAMPI_ALGO_STRAGGLAR] = SAMPI_ALGO_GAIN_MARGIN / 2;
     ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), sampi_select_auto(s, 8));
-    h.stragglar_gain = 0.2;
-    h.straggler = -1;
-    ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), sampi_select_auto(s, 8));
+    /* the larger gain wins */
+    h.gain[SAMPI_ALGO_STRAGGLAR] = 0.2;
+    h.gain[SAMPI_ALGO_OPTCC] = 0.3;
+    ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_OPTCC);
+    /* through the model: a straggler always late by a lot on 8 ranks */
+    struct sampi_predictor p;
+    fill(&p, 8, 3, 16, 16, 10.0 * (double)s);
+    struct sampi_algo_world w = {.n = 8,
+                                 .bytes = (double)s,
+                                 .beta = 1.0,
+                                 .straggler = 3,
+                                 .last = p.last,
+                                 .gap_ns = p.gap_ns,
+                                 .samples = p.count};
+    h = hints_of(&w);
+    ck_assert(h.gain[SAMPI_ALGO_STRAGGLAR] > 0.2);
+    ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_STRAGGLAR);
+    /* no straggler predicted, or beta unknown: no gain */
+    w.straggler = -1;
+    ck_assert(hints_of(&w).gain[SAMPI_ALGO_STRAGGLAR] == 0);
+    w.straggler = 3;
+    w.beta = 0;
+    ck_assert(hints_of(&w).gain[SAMPI_ALGO_STRAGGLAR] == 0);
 }
 END_TEST
 
 START_TEST(auto_never_picks_stragglar_on_three_ranks)
 {
     struct sampi_predictor p;
-    struct sampi_select_hints h = no_hints();
-    h.straggler = 1;
     for (double late = 0; late < 1e12; late = late * 10 + 1)
         for (size_t s = 1u << 20; s <= (1u << 30); s <<= 2) {
             fill(&p, 3, 1, 16, 16, late);
-            h.stragglar_gain = sampi_stragglar_expected_gain(&p, 1, 3, (double)s, 1.0);
-            ck_assert(h.stragglar_gain < 0);
+            ck_assert(window_gain(&p, 1, 3, (double)s, 1.0) < 0);
+            struct sampi_algo_world w = {.n = 3,
+                                         .bytes = (double)s,
+                                         .beta = 1.0,
+                                         .straggler = 1,
+                                         .last = p.last,
+                                         .gap_ns = p.gap_ns,
+                                         .samples = p.count};
+            struct sampi_select_hints h = hints_of(&w);
             ck_assert_int_ne(sampi_select_auto_hinted(s, 3, &h), SAMPI_ALGO_STRAGGLAR);
         }
+    ck_assert(sampi_select_hopeless(SAMPI_ALGO_STRAGGLAR, 1u << 20, 3));
+    ck_assert(!sampi_select_hopeless(SAMPI_ALGO_STRAGGLAR, 1u << 20, 4));
 }
 END_TEST
 
 START_TEST(auto_uses_optcc_when_the_model_pays)
 {
     size_t s = 64u << 20;
-    struct sampi_select_hints h = no_hints();
-    h.degraded = 2;
-    h.optcc_k = 32;
-    h.slowdown = 2;
+    /* rank 2 degraded by 2 (detected): the model's 1.179 rings against a
+     * ring's 2 */
+    struct sampi_coll_ctx ctx = {
+        .rank = 0, .size = 8, .straggler = -1, .degraded = 2, .slowdown = 2};
+    struct sampi_algo_world w = {
+        .n = 8, .bytes = (double)s, .straggler = -1, .ctx = &ctx, .count = s / 8, .extent = 8};
+    struct sampi_select_hints h = hints_of(&w);
+    ck_assert(fabs(h.gain[SAMPI_ALGO_OPTCC] - (1 - sampi_optcc_model_ratio(8, 2, 32) / 2)) < 1e-9);
     ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_OPTCC);
     /* barely degraded: optcc's (k+l-1)/k overhead is not worth it */
-    h.slowdown = 1.02;
+    ctx.slowdown = 1.02;
+    h = hints_of(&w);
     ck_assert_int_ne(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_OPTCC);
-    /* cannot run this call */
-    h.slowdown = 2;
-    h.optcc_k = 0;
-    ck_assert_int_ne(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_OPTCC);
+    /* cannot run this call (too few elements), or no degraded rank */
+    ctx.slowdown = 2;
+    w.count = 8;
+    ck_assert(hints_of(&w).gain[SAMPI_ALGO_OPTCC] == 0);
+    w.count = s / 8;
+    ctx.degraded = -1;
+    ck_assert(hints_of(&w).gain[SAMPI_ALGO_OPTCC] == 0);
     /* a forced setting wins over the hints */
-    h.optcc_k = 32;
+    ctx.degraded = 2;
+    h = hints_of(&w);
     ck_assert_int_eq(sampi_select(SAMPI_ALGO_RING, s, 8, &h), SAMPI_ALGO_RING);
 }
 END_TEST
