@@ -90,19 +90,37 @@ int sampi_optcc_slowdown_validate(const char *text, char *err, size_t errlen)
     return sampi_optcc_slowdown_parse(text, &rank, &l, err, errlen);
 }
 
+/* sampi_optcc_slowdown as parsed: 0 with *z (-1: empty) and *l, -1 when it
+ * does not parse.  Parsed again only when the variable changed (its
+ * generation): auto asks on every call. */
+static int slowdown_setting(int *z, double *l)
+{
+    static _Thread_local long long generation = -1;
+    static _Thread_local int rank, bad;
+    static _Thread_local double factor;
+    long long now = sampi_cvar_int(SAMPI_CVAR_OPTCC_SLOWDOWN);
+    if (now != generation) {
+        char buf[SAMPI_CVAR_STRING_MAX], err[256];
+        sampi_cvar_text(SAMPI_CVAR_OPTCC_SLOWDOWN, buf, sizeof(buf));
+        bad = sampi_optcc_slowdown_parse(buf, &rank, &factor, err, sizeof(err)) != 0;
+        generation = now;
+    }
+    *z = rank;
+    *l = factor;
+    return bad ? -1 : 0;
+}
+
 int sampi_optcc_params(const struct sampi_coll_ctx *ctx, size_t count, size_t extent, int *rank,
                        double *l, int *k)
 {
-    char buf[SAMPI_CVAR_STRING_MAX], err[256];
     int z, p = ctx->size;
     double lv;
     if (p < 3 || count < 4 * (size_t)(p - 1))
         return -1;
     /* the variable, when set, wins over detection */
-    sampi_cvar_text(SAMPI_CVAR_OPTCC_SLOWDOWN, buf, sizeof(buf));
-    if (sampi_optcc_slowdown_parse(buf, &z, &lv, err, sizeof(err)))
+    if (slowdown_setting(&z, &lv))
         return -1;
-    if (z < 0 && buf[0] == '\0' && (z = ctx->degraded) >= 0)
+    if (z < 0 && (z = ctx->degraded) >= 0)
         lv = ctx->slowdown;
     if (z < 0 || z >= p)
         return -1;

@@ -33,6 +33,12 @@ struct sampi_auto_state {
     _Atomic uint64_t pv_cost_ns[SAMPI_AUTOSEL_BUCKETS];
     _Atomic uint64_t pv_explorations;
     _Atomic int pv_regime;
+    /* what the pvars show of each bucket's cell, so that a decision that
+     * changed nothing publishes nothing (a ranking sorts every arm's costs) */
+    struct shown {
+        int state, choice, regime;
+        uint64_t explorations;
+    } shown[SAMPI_AUTOSEL_BUCKETS];
 };
 
 /* sampi_auto_learning's items, in this order. */
@@ -125,8 +131,10 @@ static struct sampi_autosel *table_of(struct sampi_comm *c)
 {
     if (!c->autosel && (c->autosel = calloc(1, sizeof(*c->autosel)))) {
         sampi_autosel_init(&c->autosel->sel);
-        for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+        for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++) {
             atomic_store(&c->autosel->pv_choice[b], -1);
+            c->autosel->shown[b].state = -2; /* nothing shown yet */
+        }
         /* every rank loaded the same table: the join compared its hash */
         int n = sampi_tuning_seed(&kept, c->size, &c->autosel->sel);
         if (n > 0)
@@ -153,6 +161,21 @@ static void publish(struct sampi_auto_state *st, int bucket, enum sampi_regime r
             total += st->sel.cell[b][r] ? st->sel.cell[b][r]->explorations : 0;
     atomic_store_explicit(&st->pv_explorations, total, memory_order_relaxed);
     atomic_store_explicit(&st->pv_regime, regime, memory_order_relaxed);
+}
+
+/* publish() when the decision changed what the bucket's pvars show: the
+ * cell's state, choice or explorations, or the regime. */
+static void publish_if_changed(struct sampi_auto_state *st, int bucket, enum sampi_regime regime)
+{
+    const struct sampi_autosel_cell *cell = sampi_autosel_cell(&st->sel, bucket, regime);
+    struct shown now = {cell ? (int)cell->state : -1, cell ? cell->choice : -1, (int)regime,
+                        cell ? cell->explorations : 0};
+    struct shown *was = &st->shown[bucket];
+    if (now.state == was->state && now.choice == was->choice && now.regime == was->regime &&
+        now.explorations == was->explorations)
+        return;
+    *was = now;
+    publish(st, bucket, regime);
 }
 
 int sampi_auto_pvar_choice(const struct sampi_comm *c, int bucket)
@@ -272,13 +295,20 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
     if (!(allowed & arm(prior)))
         prior = SAMPI_ALGO_NATIVE;
 
-    *call = (struct sampi_auto_call){
-        .in = {.bytes = bytes, .regime = regime, .allowed = allowed, .prior = prior}};
+    /* a late rank with no straggler regime, or nobody late in one: the
+     * world may be changing, so measure often until the tracker settles */
+    const int late = sampi_tracker_last_late(c);
+    const int unsettled = regime == SAMPI_REGIME_STRAGGLER ? !late : late;
+    *call = (struct sampi_auto_call){.in = {.bytes = bytes,
+                                            .regime = regime,
+                                            .allowed = allowed,
+                                            .prior = prior,
+                                            .unsettled = unsettled}};
     struct sampi_autosel *s = table_of(c);
     if (!s || sampi_autosel_decide(s, &call->in, &call->d))
         return prior; /* out of memory: the model alone, the same on every rank */
     call->active = 1;
-    publish(c->autosel, call->d.bucket, regime);
+    publish_if_changed(c->autosel, call->d.bucket, regime);
     if (s->regime_changes != c->auto_regime_changes) {
         c->auto_regime_changes = s->regime_changes;
         sampi_log(SAMPI_LOG_SETUP, "communicator %llu: auto now sees regime '%s'",

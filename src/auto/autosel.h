@@ -102,6 +102,10 @@ struct sampi_autosel_input {
     enum sampi_regime regime;
     uint32_t allowed;
     int prior;
+    /* the last measured call disagreed with the regime (a rank late with no
+     * straggler regime, or nobody late in one): measure by size, often,
+     * until the tracker settles */
+    int unsettled;
 };
 
 struct sampi_autosel_decision {
@@ -151,7 +155,12 @@ double sampi_arm_median(const struct sampi_arm_costs *a);
 #define SAMPI_AUTOSEL_RECHECK_MIN   128
 #define SAMPI_AUTOSEL_RECHECK_MAX   8192
 #define SAMPI_AUTOSEL_RETRY_BUDGET  0.02 /* a periodic re-check's loser calls, of the period */
-/* One call in this many is measured in a converged cell of `bytes`. */
-int sampi_autosel_period(size_t bytes);
+/* One call in this many is measured in a converged cell of `bytes` whose
+ * winner costs cost_ns (agreed on every rank: from the tracked calls): as
+ * seldom as keeps the tracking exchange under 1% of the calls' time, a
+ * power of two from 2 up to 8 (1 MiB and more: the straggler prediction
+ * comes from these calls), 64 (64 KiB and more) or 2048; by size alone
+ * (2, 16, 128) while cost_ns is 0. */
+int sampi_autosel_period(size_t bytes, double cost_ns);
 
 #endif

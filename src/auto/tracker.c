@@ -295,6 +295,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a) == 0) {
         /* the arrival counters (pvars) come from the same exchange */
         sampi_stats_note_arrival(&c->stats, c->size, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
+        t->last_late = a.last >= 0;
         if (t->predicted >= 0) {
             sampi_stat_add(&c->stats.predictions, 1);
             sampi_stat_add(&sampi_process_stats.predictions, 1);
@@ -356,6 +357,11 @@ int sampi_tracker_straggler(const struct sampi_comm *c)
     if (m == SAMPI_STRAGGLAR_FIXED || fixed >= 0)
         return fixed >= 0 && fixed < c->size ? (int)fixed : -1;
     return c->tracker ? c->tracker->now.rank : -1;
+}
+
+int sampi_tracker_last_late(const struct sampi_comm *c)
+{
+    return c->tracker ? c->tracker->last_late : 0;
 }
 
 int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown)

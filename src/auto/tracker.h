@@ -37,6 +37,7 @@ struct sampi_tracker {
     uint64_t probe_gap;          /* tracked calls between probes now (backs off) */
     int64_t entry_ns;            /* this rank's entry into the current call */
     int predicted;               /* the straggler predicted for the current call, -1 none */
+    int last_late;               /* the last tracked call had a notably late rank */
     double *dur;                 /* n durations of the last call */
     double *probe_times;         /* 2n receive times of the last probe, interleaved (left, right)
                                   * per rank, then the same split into n lefts and n rights */
@@ -66,6 +67,10 @@ void sampi_tracker_begin(struct sampi_comm *c);
  * hands it to auto (auto.h).  Collective.  0, or a negative errno when an
  * exchange failed (the caller then revokes the communicator). */
 int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns);
+
+/* Whether the last tracked call on c had a notably late rank (0 before
+ * any): agreed on every rank, from the tracking exchange. */
+int sampi_tracker_last_late(const struct sampi_comm *c);
 
 /* The straggler predicted for the next call, or -1. */
 int sampi_tracker_straggler(const struct sampi_comm *c);

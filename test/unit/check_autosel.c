@@ -78,13 +78,23 @@ START_TEST(converges_to_the_cheapest_arm)
         sampi_autosel_cell(&s, sampi_autosel_bucket(1 << 20), SAMPI_REGIME_NONE);
     ck_assert_int_eq(c->state, SAMPI_CELL_CONVERGED);
     ck_assert_int_eq(c->choice, SAMPI_ALGO_RHD);
-    /* converged: rhd runs, one call in 2 measured */
-    int measured = 0;
+    /* converged: rhd runs, one call in a period measured (8 at 95 us) */
+    int measured = 0, per = sampi_autosel_period(1 << 20, c->converged_ns);
+    ck_assert_int_eq(per, 8);
     for (int i = 0; i < 40; i++) {
         ck_assert_int_eq(step(&s, &w, &in, &d), SAMPI_ALGO_RHD);
         measured += d.measure;
     }
+    ck_assert_int_eq(measured, 40 / per);
+    /* unsettled (the tracker saw a late rank): measured by size again */
+    in.unsettled = 1;
+    measured = 0;
+    for (int i = 0; i < 40; i++) {
+        step(&s, &w, &in, &d);
+        measured += d.measure;
+    }
     ck_assert_int_eq(measured, 20);
+    in.unsettled = 0;
     int best, next;
     double bns, nns;
     ck_assert_int_eq(sampi_autosel_ranking(c, &best, &bns, &next, &nns), 0);
@@ -222,10 +232,11 @@ START_TEST(drift_explores_again)
         if (d.exploring)
             explored_after = i + 1;
     }
-    /* measured one call in 2: a few drifted samples reopen the cell well
-     * before the periodic re-check (128 calls) */
+    /* measured one call in 2 (100 us, 8 MiB: a period of 8): a few
+     * drifted samples reopen the cell well before the periodic re-check
+     * (128 calls) */
     ck_assert_int_ge(explored_after, 1);
-    ck_assert_int_le(explored_after, 20);
+    ck_assert_int_le(explored_after, 60);
     for (int i = 0; i < 40; i++)
         step(&s, &w, &in, &d);
     ck_assert_int_eq(d.algo, SAMPI_ALGO_RHD);
@@ -355,9 +366,23 @@ START_TEST(buckets_and_periods)
     ck_assert_int_eq(sampi_autosel_bucket(1024), 10);
     ck_assert_int_eq(sampi_autosel_bucket(1025), 11);
     ck_assert_int_eq(sampi_autosel_bucket((size_t)1 << 60), SAMPI_AUTOSEL_BUCKETS - 1);
-    ck_assert_int_eq(sampi_autosel_period(4), 128);
-    ck_assert_int_eq(sampi_autosel_period(64 << 10), 16);
-    ck_assert_int_eq(sampi_autosel_period(1 << 20), 2);
+    /* not measured yet: by size */
+    ck_assert_int_eq(sampi_autosel_period(4, 0), 128);
+    ck_assert_int_eq(sampi_autosel_period(64 << 10, 0), 16);
+    ck_assert_int_eq(sampi_autosel_period(1 << 20, 0), 2);
+    /* converged: the tracking exchange (10 us) under 1% of the calls */
+    ck_assert_int_eq(sampi_autosel_period(8, 500), 2048);
+    ck_assert_int_eq(sampi_autosel_period(64 << 10, 20e3), 64);
+    ck_assert_int_eq(sampi_autosel_period(1 << 20, 150e3), 8);
+    ck_assert_int_eq(sampi_autosel_period(16 << 20, 4e6), 2);
+    for (size_t bytes = 1; bytes < ((size_t)1 << 30); bytes *= 4)
+        for (double cost = 1; cost < 1e10; cost *= 1.7) {
+            int p = sampi_autosel_period(bytes, cost);
+            int most = bytes >= (1 << 20) ? 8 : bytes >= (64 << 10) ? 64 : 2048;
+            ck_assert(p >= 2 && p <= most && (p & (p - 1)) == 0);
+            ck_assert(p == 2 || p == most || 10000.0 / p <= 0.01 * cost);
+            ck_assert(p <= sampi_autosel_period(bytes, cost / 1.7));
+        }
 }
 END_TEST
 

@@ -628,12 +628,15 @@ START_TEST(collect_then_seed)
     ck_assert_uint_eq(sampi_autosel_cell(&s2, 20, SAMPI_REGIME_NONE)->measured, 10);
     sampi_tuning_collect(&t, 4, &s2);
     ck_assert_int_eq(t.e[0].algo, SAMPI_ALGO_RHD);
+    /* one in sampi_autosel_period measured: 4 more samples */
+    int per =
+        sampi_autosel_period(MIB, sampi_autosel_cell(&s2, 20, SAMPI_REGIME_NONE)->converged_ns);
     drive(&s2, MIB, SAMPI_REGIME_NONE, (1u << SAMPI_ALGO_NATIVE) | (1u << SAMPI_ALGO_RHD), cost,
-          20); /* one in sampi_autosel_period measured */
+          4 * per);
     sampi_tuning_collect(&t, 4, &s2);
     ck_assert_uint_eq(t.n, 1);
     ck_assert_int_eq(t.e[0].algo, SAMPI_ALGO_NATIVE);
-    ck_assert_uint_eq(t.e[0].samples, 10 + 20 / sampi_autosel_period(MIB));
+    ck_assert_uint_eq(t.e[0].samples, 10 + 4);
     ck_assert_int_eq(t.e[0].next, SAMPI_ALGO_RHD);
     /* the same selector under another size is another key */
     sampi_tuning_collect(&t, 8, &s);
@@ -668,11 +671,13 @@ START_TEST(collect_then_seed)
     sampi_tuning_init(&u);
     sampi_tuning_collect(&u, 4, &f);
     ck_assert_uint_eq(u.n, 0);
-    drive(&f, MIB, SAMPI_REGIME_NONE, ARMS3, cost, 7); /* calls 2..8: every period-th measured */
+    /* calls 2..2 periods: every period-th measured */
+    drive(&f, MIB, SAMPI_REGIME_NONE, ARMS3, cost,
+          2 * sampi_autosel_period(MIB, c->converged_ns) - 1);
     sampi_tuning_collect(&u, 4, &f);
     ck_assert_uint_eq(u.n, 1);
     ck_assert_int_eq(u.e[0].algo, SAMPI_ALGO_NATIVE);
-    ck_assert_uint_eq(u.e[0].samples, 8 / sampi_autosel_period(MIB));
+    ck_assert_uint_eq(u.e[0].samples, 2);
 
     struct sampi_autosel none;
     sampi_autosel_init(&none);
