@@ -271,6 +271,69 @@ static double last_arrival_cost(const double *dur, int n)
     return m;
 }
 
+/* What the exchanged durations say: the arrival counters, whether the
+ * prediction was right, the next prediction and a beta sample. */
+static void note_arrivals(struct sampi_comm *c, struct sampi_tracker *t, enum sampi_algo_id algo,
+                          size_t bytes)
+{
+    struct sampi_arrival a;
+    if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a))
+        return;
+    /* the arrival counters (pvars) come from the same exchange */
+    sampi_stats_note_arrival(&c->stats, c->size, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
+    t->last_late = a.last >= 0;
+    if (t->predicted >= 0) {
+        sampi_stat_add(&c->stats.predictions, 1);
+        sampi_stat_add(&sampi_process_stats.predictions, 1);
+        if (a.last == t->predicted) {
+            sampi_stat_add(&c->stats.predictions_right, 1);
+            sampi_stat_add(&sampi_process_stats.predictions_right, 1);
+        }
+    }
+    sampi_predictor_note(&t->pred, &a);
+    sampi_predictor_predict(&t->pred, &t->now); /* read until the next call ends */
+    sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(c, t, algo, &a, bytes), (double)bytes);
+    if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
+        sampi_log(SAMPI_LOG_CALL,
+                  "tracked %s: last rank %d, %.0f us after the second-last; %.0f us after "
+                  "it arrived; beta %.3f ns/byte",
+                  sampi_algos[algo].name, a.last, a.gap_ns / 1e3, a.last_dur_ns / 1e3,
+                  t->beta.ns_per_byte);
+}
+
+/* A link probe and what it says (see probe()): 0 or the exchange's errno. */
+static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
+{
+    double times[2];
+    int rc = probe(c, t, times);
+    if (rc)
+        return rc; /* the caller revokes: the others are told */
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the link probe's exchange");
+    if ((rc = sampi_waiter_allgather(&w, times, 2, MPI_DOUBLE, t->probe_times, c->ctl)))
+        return rc;
+    /* the allgather interleaves (left, right) per rank; the detector takes
+     * them apart */
+    double *left = t->probe_times + 2 * c->size, *right = left + c->size;
+    for (int i = 0; i < c->size; i++) {
+        left[i] = t->probe_times[2 * i];
+        right[i] = t->probe_times[2 * i + 1];
+    }
+    double l = 0;
+    int r = sampi_detect_probe(left, right, c->size, &l);
+    if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
+        for (int i = 0; i < c->size; i++)
+            sampi_log(SAMPI_LOG_CALL, "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us",
+                      i, (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
+                      right[i] / 1e3);
+    if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
+        sampi_log(SAMPI_LOG_SETUP,
+                  t->det.rank >= 0 ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
+                                   : "communicator of size %d: no degraded link (%d, %.3f)",
+                  c->size, t->det.rank, t->det.slowdown);
+    return 0;
+}
+
 int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns)
 {
     *cost_ns = -1;
@@ -284,66 +347,16 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
         return -ENOMEM;
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "the tracking exchange");
-    int xrc = sampi_waiter_allgather(&w, &mine, 1, MPI_DOUBLE, all, c->ctl);
-    if (xrc)
-        return xrc;
+    int rc = sampi_waiter_allgather(&w, &mine, 1, MPI_DOUBLE, all, c->ctl);
+    if (rc)
+        return rc;
     if (!t)
         return -ENOMEM;
     t->tracked++;
     *cost_ns = last_arrival_cost(t->dur, c->size);
-    struct sampi_arrival a;
-    if (sampi_arrival_from_durations(t->dur, c->size, (double)SAMPI_LATE_THRESHOLD_NS, &a) == 0) {
-        /* the arrival counters (pvars) come from the same exchange */
-        sampi_stats_note_arrival(&c->stats, c->size, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
-        t->last_late = a.last >= 0;
-        if (t->predicted >= 0) {
-            sampi_stat_add(&c->stats.predictions, 1);
-            sampi_stat_add(&sampi_process_stats.predictions, 1);
-            if (a.last == t->predicted) {
-                sampi_stat_add(&c->stats.predictions_right, 1);
-                sampi_stat_add(&sampi_process_stats.predictions_right, 1);
-            }
-        }
-        sampi_predictor_note(&t->pred, &a);
-        sampi_predictor_predict(&t->pred, &t->now); /* read until the next call ends */
-        sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(c, t, algo, &a, bytes), (double)bytes);
-        if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
-            sampi_log(SAMPI_LOG_CALL,
-                      "tracked %s: last rank %d, %.0f us after the second-last; %.0f us after "
-                      "it arrived; beta %.3f ns/byte",
-                      sampi_algos[algo].name, a.last, a.gap_ns / 1e3, a.last_dur_ns / 1e3,
-                      t->beta.ns_per_byte);
-    }
-    if (want_probe(t, c, bytes)) {
-        double times[2];
-        int prc = probe(c, t, times);
-        if (prc)
-            return prc; /* the caller revokes: the others are told */
-        sampi_comm_waiter(c, &w, "the link probe's exchange");
-        if ((xrc = sampi_waiter_allgather(&w, times, 2, MPI_DOUBLE, t->probe_times, c->ctl)))
-            return xrc;
-        /* the allgather interleaves (left, right) per rank; the detector
-         * takes them apart */
-        double *left = t->probe_times + 2 * c->size, *right = left + c->size;
-        for (int i = 0; i < c->size; i++) {
-            left[i] = t->probe_times[2 * i];
-            right[i] = t->probe_times[2 * i + 1];
-        }
-        double l = 0;
-        int r = sampi_detect_probe(left, right, c->size, &l);
-        if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
-            for (int i = 0; i < c->size; i++)
-                sampi_log(SAMPI_LOG_CALL,
-                          "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us", i,
-                          (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
-                          right[i] / 1e3);
-        if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
-            sampi_log(SAMPI_LOG_SETUP,
-                      t->det.rank >= 0
-                          ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
-                          : "communicator of size %d: no degraded link (%d, %.3f)",
-                      c->size, t->det.rank, t->det.slowdown);
-    }
+    note_arrivals(c, t, algo, bytes);
+    if (want_probe(t, c, bytes) && (rc = probe_links(c, t)))
+        return rc;
     publish(t, bytes);
     return 0;
 }
