@@ -86,6 +86,22 @@ void sampi_predictor_predict(const struct sampi_predictor *p, struct sampi_predi
     out->lateness_ns = sampi_predictor_lateness(p, best);
 }
 
+void sampi_predictor_update(const struct sampi_predictor *p, struct sampi_prediction *now)
+{
+    int held = now->rank;
+    sampi_predictor_predict(p, now);
+    if (now->rank >= 0 || held < 0)
+        return;
+    int votes = 0;
+    for (int i = 0; i < p->count; i++)
+        votes += p->last[i] == held;
+    if (4 * votes <= p->count)
+        return; /* late in a quarter of the calls or fewer: no longer predicted */
+    now->rank = held;
+    now->votes = votes;
+    now->lateness_ns = sampi_predictor_lateness(p, held);
+}
+
 double sampi_predictor_lateness(const struct sampi_predictor *p, int rank)
 {
     double gaps[SAMPI_PREDICT_WINDOW_MAX];

@@ -56,6 +56,13 @@ void sampi_predictor_note(struct sampi_predictor *p, const struct sampi_arrival 
  * observations and it was last in more than half of them. */
 void sampi_predictor_predict(const struct sampi_predictor *p, struct sampi_prediction *out);
 
+/* The prediction after a new observation, with hysteresis: a rank is
+ * predicted from the moment it was last in more than half of the window
+ * (sampi_predictor_predict) until it is last in a quarter of it or fewer,
+ * or another rank has the majority; so a rank late in about half of the
+ * calls does not make auto change regime at every other call.  `now` holds
+ * the prediction in force and receives the new one. */
+void sampi_predictor_update(const struct sampi_predictor *p, struct sampi_prediction *now);
 /* The median delay of `rank` over the window's calls in which it was last
  * (0 when it never was). */
 double sampi_predictor_lateness(const struct sampi_predictor *p, int rank);

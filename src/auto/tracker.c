@@ -291,7 +291,7 @@ static void note_arrivals(struct sampi_comm *c, struct sampi_tracker *t, enum sa
         }
     }
     sampi_predictor_note(&t->pred, &a);
-    sampi_predictor_predict(&t->pred, &t->now); /* read until the next call ends */
+    sampi_predictor_update(&t->pred, &t->now); /* read until the next call ends */
     sampi_beta_note(&t->beta, a.last_dur_ns, beta_factor(c, t, algo, &a, bytes), (double)bytes);
     if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
         sampi_log(SAMPI_LOG_CALL,

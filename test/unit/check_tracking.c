@@ -302,6 +302,45 @@ START_TEST(expected_gain_weighs_the_misses)
 }
 END_TEST
 
+START_TEST(prediction_has_hysteresis)
+{
+    struct sampi_predictor p;
+    struct sampi_prediction now = {.rank = -1};
+    struct sampi_arrival late = {.last = 2, .gap_ns = 1e6, .last_dur_ns = 1},
+                         none = {.last = -1, .gap_ns = 0, .last_dur_ns = 1};
+    sampi_predictor_init(&p, 4, 8);
+    /* late in every call: predicted */
+    for (int i = 0; i < 8; i++) {
+        sampi_predictor_note(&p, &late);
+        sampi_predictor_update(&p, &now);
+    }
+    ck_assert_int_eq(now.rank, 2);
+    /* then late in every other call: 4 of 8, no majority, still predicted */
+    for (int i = 0; i < 8; i++) {
+        sampi_predictor_note(&p, i % 2 ? &late : &none);
+        sampi_predictor_update(&p, &now);
+        ck_assert_int_eq(now.rank, 2);
+    }
+    /* a fresh predictor without the history does not predict it */
+    struct sampi_prediction fresh;
+    sampi_predictor_predict(&p, &fresh);
+    ck_assert_int_eq(fresh.rank, -1);
+    /* late in 2 of 8 (a quarter): dropped */
+    for (int i = 0; i < 8; i++) {
+        sampi_predictor_note(&p, i % 4 == 3 ? &late : &none);
+        sampi_predictor_update(&p, &now);
+    }
+    ck_assert_int_eq(now.rank, -1);
+    /* another rank with the majority takes over at once */
+    now.rank = 2;
+    struct sampi_arrival other = {.last = 1, .gap_ns = 1e6, .last_dur_ns = 1};
+    for (int i = 0; i < 8; i++)
+        sampi_predictor_note(&p, i < 5 ? &other : &late);
+    sampi_predictor_update(&p, &now);
+    ck_assert_int_eq(now.rank, 1);
+}
+END_TEST
+
 START_TEST(auto_uses_stragglar_when_it_pays)
 {
     size_t s = 64u << 20;
@@ -399,6 +438,7 @@ Suite *sampi_tracking_suite(void)
                     critical_delay_matches_the_model, beta_estimate, probe_finds_the_degraded_rank,
                     detector_confirms_and_releases, noisy_uniform_network_is_never_flagged,
                     optcc_model_and_bound, expected_gain_weighs_the_misses,
-                    auto_uses_stragglar_when_it_pays, auto_never_picks_stragglar_on_three_ranks,
+                    prediction_has_hysteresis, auto_uses_stragglar_when_it_pays,
+                    auto_never_picks_stragglar_on_three_ranks,
                     auto_uses_optcc_when_the_model_pays)});
 }
