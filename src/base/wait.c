@@ -64,6 +64,11 @@ int sampi_waiter_idle(struct sampi_waiter *w, const char *whom)
         char where[160] = "a communicator";
         if (w->describe)
             w->describe(w->owner, where, sizeof(where));
+        char named[128] = "";
+        if (!whom && w->absent) {
+            w->absent(w->absent_ctx, named, sizeof(named));
+            whom = named[0] ? named : NULL;
+        }
         double silent = (double)(now - w->progress_ns) / 1e9;
         sampi_log_warn("%s: still waiting for %s in %s after %.1f s without progress (%.1f s in "
                        "all); a late rank is not an error%s",

@@ -40,6 +40,11 @@ struct sampi_waiter {
     /* "communicator 3 (4 ranks), call 17" into buf (NULL: "a communicator") */
     void (*describe)(void *owner, char *buf, size_t len);
     void *owner;
+    /* who has not arrived, for a stall warning whose wait cannot tell (a
+     * collective): "rank 2" into buf, "" when unknown (NULL: nobody asks;
+     * see src/core/rollcall.h) */
+    void (*absent)(void *ctx, char *buf, size_t len);
+    void *absent_ctx;
     /* kept by the waiter */
     int64_t begin_ns;     /* the wait started */
     int64_t progress_ns;  /* last progress */

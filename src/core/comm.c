@@ -3,6 +3,7 @@
  */
 #include "comm.h"
 #include "revoke.h"
+#include "rollcall.h"
 #include "wait.h"
 #include "sampi_internal.h"
 
@@ -325,6 +326,8 @@ static int open_agreed(struct sampi_comm *c, const struct sampi_netdev_ops *ops,
     return all ? 0 : c->revoked ? c->revoked : -ENODEV;
 }
 
+static int open_netdev(struct sampi_comm *c, struct sampi_waiter *w);
+
 int sampi_comm_open_netdev(struct sampi_comm *c)
 {
     if (c->nd_tried)
@@ -332,25 +335,38 @@ int sampi_comm_open_netdev(struct sampi_comm *c)
     c->nd_tried = 1;
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "opening the data path");
+    /* its waits are collectives: the roll call names who is missing */
+    struct sampi_rollcall roll;
+    sampi_rollcall_start(&roll, c->ctl);
+    w.absent = sampi_rollcall_absent;
+    w.absent_ctx = &roll;
+    int rc = open_netdev(c, &w);
+    sampi_rollcall_end(&roll);
+    return rc;
+}
+
+/* sampi_comm_open_netdev's work, every wait through w. */
+static int open_netdev(struct sampi_comm *c, struct sampi_waiter *w)
+{
     const char *name = choose_netdev(c);
     const struct sampi_netdev_ops *ops = NULL, *fallback = sampi_netdev_fallback;
     char instead[64];
     snprintf(instead, sizeof(instead), "all ranks use '%s'", fallback->name);
     /* A module is loaded by each rank; all ranks agree that every one has it
      * before any calls its collective open. */
-    int rc = sampi_netdev_load_agreed(c->ctl, &w, name, instead, &ops);
+    int rc = sampi_netdev_load_agreed(c->ctl, w, name, instead, &ops);
     if (rc && rc != -ENODEV) {
         sampi_revoke(c, rc, "opening the data path");
         return c->revoked;
     }
     if (ops) {
-        rc = open_agreed(c, ops, &w);
+        rc = open_agreed(c, ops, w);
         if (rc && !c->revoked && ops != fallback && c->rank == 0)
             sampi_log_warn("netdev '%s' could not be opened on every rank: using '%s'", name,
                            fallback->name);
     }
     if (rc && !c->revoked && ops != fallback)
-        rc = open_agreed(c, fallback, &w);
+        rc = open_agreed(c, fallback, w);
     if (!rc)
         sampi_log(SAMPI_LOG_SETUP, "communicator %llu of size %d: netdev %s",
                   (unsigned long long)sampi_comm_label(c), c->size, c->nd->ops->name);

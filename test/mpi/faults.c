@@ -7,6 +7,10 @@
  *
  *   straggler   a rank 4 stall-warning periods late: the warning is printed
  *               (faults.test reads it), every rank's result is exact, no error;
+ *   open-late   a rank 1.5 s late to the call that opens a communicator's
+ *               data path (after a native call joined it), with a 0.3 s
+ *               stall warning: the others' warning names that rank (the
+ *               open's waits are collectives; faults.test reads the line);
  *   silent      a joined communicator, a hard limit, rank X never calls: the
  *               others' call returns MPI_ERR_OTHER after at least the limit;
  *               their next call returns it at once (no data moved); X, whose
@@ -222,6 +226,21 @@ static void case_straggler(void)
     set_cvar("sampi_stall_warn_ms", 120000);
     PMPI_Comm_free(&comm);
     verdict("straggler: 1.5 s late with a 0.3 s stall warning: exact, no error");
+}
+
+static void case_open_late(void)
+{
+    MPI_Comm comm = fresh_comm("native");
+    expect_class("open-late: warm-up", call(comm, N, "open-late: warm-up", NULL), MPI_SUCCESS);
+    sampi_comm_set_algorithm(comm, "ring");
+    set_cvar("sampi_stall_warn_ms", 300);
+    if (rank == size - 1)
+        sleep_ms(1500);
+    expect_class("open-late: the call that opens the data path",
+                 call(comm, N, "open-late: the call that opens the data path", NULL), MPI_SUCCESS);
+    set_cvar("sampi_stall_warn_ms", 120000);
+    PMPI_Comm_free(&comm);
+    verdict("open-late: a rank late to the data path's opening: named, exact, no error");
 }
 
 /* Rank `x` stays out of the next call on comm (n elements of dt); the others
@@ -442,19 +461,13 @@ static const struct {
     void (*run)(void);
     int named; /* run only when named */
 } cases[] = {
-    {"straggler", case_straggler, 0},
-    {"silent", case_silent, 0},
-    {"first-call", case_first_call, 0},
-    {"tracked", case_tracked, 0},
-    {"diverge", case_diverge, 0},
-    {"count", case_count, 0},
-    {"bogus", case_bogus, 0},
-    {"freed", case_freed, 0},
-    {"opti-setup", case_opti_setup, 1},
-    {"opti-call", case_opti_call, 1},
-    {"inflight", case_inflight, 1},
-    {"auto-count", case_auto_count, 1},
-    {"auto-diverge", case_auto_diverge, 1},
+    {"straggler", case_straggler, 0},   {"open-late", case_open_late, 0},
+    {"silent", case_silent, 0},         {"first-call", case_first_call, 0},
+    {"tracked", case_tracked, 0},       {"diverge", case_diverge, 0},
+    {"count", case_count, 0},           {"bogus", case_bogus, 0},
+    {"freed", case_freed, 0},           {"opti-setup", case_opti_setup, 1},
+    {"opti-call", case_opti_call, 1},   {"inflight", case_inflight, 1},
+    {"auto-count", case_auto_count, 1}, {"auto-diverge", case_auto_diverge, 1},
 };
 
 int main(int argc, char **argv)
