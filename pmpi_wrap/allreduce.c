@@ -283,10 +283,7 @@ static int settle(struct call *k, int rc)
     struct sampi_comm *c = k->c;
     if (rc && k->algo == SAMPI_ALGO_NATIVE)
         return sampi_report_error(k->comm, rc);
-    if (!rc || rc == -EBADMSG) {
-        int verdict = sampi_argcheck_finish(c);
-        rc = verdict ? verdict : rc;
-    }
+    rc = sampi_argcheck_cause(c, rc);
     const char *where = "the data exchange";
     if (!rc && k->tracked) {
         double cost = -1;

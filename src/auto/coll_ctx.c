@@ -7,8 +7,6 @@
 #include "revoke.h"
 #include "tracker.h"
 
-#include <errno.h>
-
 static void host_waiter(void *owner, struct sampi_waiter *w, const char *what)
 {
     sampi_comm_waiter(owner, w, what);
@@ -24,17 +22,13 @@ static int host_note_substitute(void *owner, int why, enum sampi_algo_id instead
     return sampi_comm_note_substitute(owner, (enum sampi_fallback_reason)why, instead, what);
 }
 
-/* A message of the wrong size points at a mismatch: the argument check
- * says which, the same on every rank, and that is the cause every rank
- * reports (the wrapper reads it from c->revoked). */
+/* The cause is the argument check's verdict where it found a mismatch
+ * (argcheck.h): every rank reports the same class (the wrapper reads it
+ * from c->revoked). */
 static void host_give_up(void *owner, int why, const char *what)
 {
     struct sampi_comm *c = owner;
-    if (why == -EBADMSG) {
-        int verdict = sampi_argcheck_finish(c);
-        why = verdict ? verdict : why;
-    }
-    sampi_revoke(c, why, what);
+    sampi_revoke(c, sampi_argcheck_cause(c, why), what);
 }
 
 static int host_released(void *owner, int peer)

@@ -194,3 +194,15 @@ int sampi_waiter_barrier(struct sampi_waiter *w, MPI_Comm comm)
         return -EIO;
     return sampi_waiter_one(w, &r);
 }
+
+int sampi_request_cancel(MPI_Request *req)
+{
+    if (*req == MPI_REQUEST_NULL)
+        return 0;
+    MPI_Status st;
+    int cancelled = 0;
+    PMPI_Cancel(req);
+    PMPI_Wait(req, &st);
+    PMPI_Test_cancelled(&st, &cancelled);
+    return !cancelled;
+}

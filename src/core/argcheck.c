@@ -111,6 +111,14 @@ int sampi_argcheck_finish(struct sampi_comm *c)
     return k->verdict;
 }
 
+int sampi_argcheck_cause(struct sampi_comm *c, int rc)
+{
+    if (rc && rc != -EBADMSG)
+        return rc;
+    int verdict = sampi_argcheck_finish(c);
+    return verdict ? verdict : rc;
+}
+
 void sampi_argcheck_release(struct sampi_argcheck *k)
 {
     if (k->req == MPI_REQUEST_NULL)

@@ -63,6 +63,12 @@ int sampi_argcheck_poll(struct sampi_comm *c);
  * posted. */
 int sampi_argcheck_finish(struct sampi_comm *c);
 
+/* The cause a call with outcome rc reports: a success or a message of the
+ * wrong size (-EBADMSG, which points at a mismatch) takes the check's
+ * verdict (sampi_argcheck_finish) when it found one, so that every rank
+ * reports the same class; any other outcome stands. */
+int sampi_argcheck_cause(struct sampi_comm *c, int rc);
+
 /* The state is being freed: release the buffers, or let them go to a check
  * still in flight. */
 void sampi_argcheck_release(struct sampi_argcheck *k);

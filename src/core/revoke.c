@@ -142,15 +142,8 @@ static void release_start(struct sampi_comm *c, int heard_from)
     }
     for (int r = 0; rel && r < c->size; r++)
         rel->rx[r] = MPI_REQUEST_NULL;
-    if (c->revoke_rx != MPI_REQUEST_NULL) {
-        MPI_Status st;
-        int cancelled = 0;
-        PMPI_Cancel(&c->revoke_rx);
-        PMPI_Wait(&c->revoke_rx, &st);
-        PMPI_Test_cancelled(&st, &cancelled);
-        if (!cancelled && notice_id(c->revoke_msg) == c->id)
-            heard_from = c->revoke_msg[NOTICE_FROM];
-    }
+    if (sampi_request_cancel(&c->revoke_rx) && notice_id(c->revoke_msg) == c->id)
+        heard_from = c->revoke_msg[NOTICE_FROM];
     if (rel && heard_from >= 0 && heard_from < c->size)
         rel->heard[heard_from] = 1;
     c->release = rel;
@@ -254,20 +247,12 @@ int sampi_revoke_released(struct sampi_comm *c, int peer)
     return 1;
 }
 
-static void cancel_one(MPI_Request *req)
-{
-    if (*req == MPI_REQUEST_NULL)
-        return;
-    PMPI_Cancel(req);
-    PMPI_Wait(req, MPI_STATUS_IGNORE);
-}
-
 void sampi_revoke_disarm(struct sampi_comm *c)
 {
-    cancel_one(&c->revoke_rx);
+    sampi_request_cancel(&c->revoke_rx);
     struct sampi_release *rel = c->release;
     for (int r = 0; rel && r < c->size; r++)
-        cancel_one(&rel->rx[r]);
+        sampi_request_cancel(&rel->rx[r]);
     release_free(rel);
     c->release = NULL;
 }

@@ -60,12 +60,8 @@ void sampi_rollcall_absent(void *rollcall, char *buf, size_t len)
 
 void sampi_rollcall_end(struct sampi_rollcall *r)
 {
-    for (int p = 0; r->rx && p < r->size; p++) {
-        if (r->rx[p] == MPI_REQUEST_NULL)
-            continue;
-        PMPI_Cancel(&r->rx[p]);
-        PMPI_Wait(&r->rx[p], MPI_STATUS_IGNORE);
-    }
+    for (int p = 0; r->rx && p < r->size; p++)
+        sampi_request_cancel(&r->rx[p]);
     free(r->rx);
     free(r->in);
     r->rx = NULL;

@@ -256,6 +256,19 @@ static double window_gain(const struct sampi_predictor *p, int s, int rounds, do
                                          beta);
 }
 
+/* The world of n ranks, s predicted, beta 1 ns/byte, over p's window. */
+static struct sampi_algo_world window_world(const struct sampi_predictor *p, int n, int s,
+                                            double bytes)
+{
+    return (struct sampi_algo_world){.n = n,
+                                     .bytes = bytes,
+                                     .beta = 1.0,
+                                     .straggler = s,
+                                     .last = p->last,
+                                     .gap_ns = p->gap_ns,
+                                     .samples = p->count};
+}
+
 /* What the table's models say for a world (algos.def): the hints auto
  * would get. */
 static struct sampi_select_hints hints_of(const struct sampi_algo_world *w)
@@ -356,13 +369,7 @@ START_TEST(auto_uses_stragglar_when_it_pays)
     /* through the model: a straggler always late by a lot on 8 ranks */
     struct sampi_predictor p;
     fill(&p, 8, 3, 16, 16, 10.0 * (double)s);
-    struct sampi_algo_world w = {.n = 8,
-                                 .bytes = (double)s,
-                                 .beta = 1.0,
-                                 .straggler = 3,
-                                 .last = p.last,
-                                 .gap_ns = p.gap_ns,
-                                 .samples = p.count};
+    struct sampi_algo_world w = window_world(&p, 8, 3, (double)s);
     h = hints_of(&w);
     ck_assert(h.gain[SAMPI_ALGO_STRAGGLAR] > 0.2);
     ck_assert_int_eq(sampi_select_auto_hinted(s, 8, &h), SAMPI_ALGO_STRAGGLAR);
@@ -382,13 +389,7 @@ START_TEST(auto_never_picks_stragglar_on_three_ranks)
         for (size_t s = 1u << 20; s <= (1u << 30); s <<= 2) {
             fill(&p, 3, 1, 16, 16, late);
             ck_assert(window_gain(&p, 1, 3, (double)s, 1.0) < 0);
-            struct sampi_algo_world w = {.n = 3,
-                                         .bytes = (double)s,
-                                         .beta = 1.0,
-                                         .straggler = 1,
-                                         .last = p.last,
-                                         .gap_ns = p.gap_ns,
-                                         .samples = p.count};
+            struct sampi_algo_world w = window_world(&p, 3, 1, (double)s);
             struct sampi_select_hints h = hints_of(&w);
             ck_assert_int_ne(sampi_select_auto_hinted(s, 3, &h), SAMPI_ALGO_STRAGGLAR);
         }
