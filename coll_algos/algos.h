@@ -15,6 +15,8 @@
 struct sampi_netdev;
 struct sampi_stats;
 struct sampi_waiter;
+struct sampi_coll_ctx;
+struct sampi_coll_args;
 
 /* Capabilities, in the spirit of MPICH's `restrictions:`.  The selection code
  * checks a call against them; an algorithm's run function may assume them. */
@@ -54,6 +56,21 @@ struct sampi_coll_host {
      * data.  From then on `released` says which peers said the same. */
     void (*give_up)(void *owner, int why, const char *what);
     int (*released)(void *owner, int peer);
+    /* For algorithms composed of others on sub-communicators they made from
+     * ctl (hier.c; every rank of the call's communicator makes the same
+     * calls).  `agreed` waits for this call's argument check: 0, or the
+     * mismatch's negative errno, so that ranks that passed different
+     * arguments never meet in a blocking split.  `part` gives the context
+     * for a stage on `sub`, a part of the owner's communicator: its data
+     * path open, its waits ending when the owner's do, the stage's failure
+     * revoking it.  `part_allreduce` runs the whole of SAMPI's MPI_Allreduce
+     * on `sub`, in place on `count` elements at buf of like's datatype and
+     * op, with `algo` (SAMPI_ALGO_AUTO: sub's own choice, from its own
+     * measured calls).  Each: 0 or a negative errno. */
+    int (*agreed)(void *owner);
+    int (*part)(void *owner, MPI_Comm sub, struct sampi_coll_ctx *out);
+    int (*part_allreduce)(void *owner, MPI_Comm sub, void *buf, size_t count,
+                          const struct sampi_coll_args *like, enum sampi_algo_id algo);
 };
 
 /* One call's context: everything an algorithm needs from the communicator,
@@ -75,6 +92,9 @@ struct sampi_coll_ctx {
      * when it has none or could not make it */
     void *state;
     struct sampi_stats *stats; /* the communicator's counters */
+    /* the call is a stage of a composed algorithm (host->part): no
+     * composition runs inside it */
+    int part;
     const struct sampi_coll_host *host;
     void *owner; /* the host's first argument */
 };
@@ -150,7 +170,9 @@ struct sampi_algo {
     unsigned caps;
     sampi_algo_run_fn run;
     /* NULL, or non-zero when the algorithm can run this call; decided from
-     * inputs identical on every rank, so all ranks agree */
+     * inputs identical on every rank, so all ranks agree.  ctx->state is
+     * the algorithm's state on the communicator where it exists already
+     * (auto passes it), NULL before its first run there. */
     int (*suited)(const struct sampi_coll_args *args);
     const struct sampi_algo_state_hooks *state; /* NULL: the algorithm keeps none */
     const struct sampi_algo_model *model;       /* NULL: measured only */
@@ -204,6 +226,11 @@ int sampi_optcc_params(const struct sampi_coll_ctx *ctx, size_t count, size_t ex
                        double *l, int *k);
 int sampi_optcc_suited(const struct sampi_coll_args *args);
 extern const struct sampi_algo_state_hooks sampi_optcc_state;
+
+/* hier.c: node-aware composition (hier_plan.h); sampi_hier_inter's check. */
+int sampi_allreduce_hier(const struct sampi_coll_args *args);
+int sampi_hier_suited(const struct sampi_coll_args *args);
+extern const struct sampi_algo_state_hooks sampi_hier_state;
 
 /* optireduce.c: approximate, opt-in; see optireduce.h for the rest. */
 int sampi_allreduce_optireduce(const struct sampi_coll_args *args);

@@ -64,13 +64,17 @@ static void log_call(const struct sampi_comm *c, const struct sampi_coll_args *a
               a->count * a->dt.extent, sampi_op_name(a->op), sampi_elem_name(a->dt.elem));
 }
 
-/* `chosen`: SAMPI decided to run it this way (not a fallback). */
+/* `chosen`: SAMPI decided to run it this way (not a fallback).  A composed
+ * algorithm's stage (c a part) counts on its own communicator only: the
+ * process counts the program's calls. */
 static void count_call(struct sampi_comm *c, enum sampi_algo_id algo, int chosen)
 {
     sampi_stat_add(&c->stats.calls[algo], 1);
-    sampi_stat_add(&sampi_process_stats.calls[algo], 1);
-    if (algo == SAMPI_ALGO_NATIVE && chosen)
-        sampi_stat_add(&sampi_process_stats.native_chosen, 1);
+    if (!c->parent) {
+        sampi_stat_add(&sampi_process_stats.calls[algo], 1);
+        if (algo == SAMPI_ALGO_NATIVE && chosen)
+            sampi_stat_add(&sampi_process_stats.native_chosen, 1);
+    }
     atomic_store_explicit(&c->last_algo, algo, memory_order_relaxed);
 }
 
@@ -298,6 +302,20 @@ static int settle(struct call *k, int rc)
     return sampi_report_error(k->comm, failure(c));
 }
 
+static int allreduce(struct call *k)
+{
+    int rc = MPI_SUCCESS;
+    if (!admit(k, &rc))
+        return rc;
+    if ((rc = choose(k)))
+        return sampi_report_error(k->comm, rc);
+    if (k->tracked)
+        sampi_tracker_begin(k->c);
+    if (!prepare(k, &rc))
+        return rc;
+    return settle(k, run(k));
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
@@ -310,14 +328,21 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
                      .datatype = datatype,
                      .op = op,
                      .comm = comm};
-    int rc = MPI_SUCCESS;
-    if (!admit(&k, &rc))
-        return rc;
-    if ((rc = choose(&k)))
-        return sampi_report_error(comm, rc);
-    if (k.tracked)
-        sampi_tracker_begin(k.c);
-    if (!prepare(&k, &rc))
-        return rc;
-    return settle(&k, run(&k));
+    return allreduce(&k);
+}
+
+/* A stage's call never reaches the user's error handler: comm is SAMPI's own
+ * (its handler returns), and the caller's call reports the failure.  The
+ * algorithm is comm's own setting, which the host set (coll_ctx.c). */
+int sampi_allreduce_part(void *buf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct call k = {.sendbuf = MPI_IN_PLACE,
+                     .recvbuf = buf,
+                     .count = (int)count,
+                     .datatype = datatype,
+                     .op = op,
+                     .comm = comm};
+    if (allreduce(&k) == MPI_SUCCESS)
+        return 0;
+    return k.c && k.c->revoked ? k.c->revoked : -EIO;
 }

@@ -32,6 +32,11 @@ int sampi_report_error(MPI_Comm comm, int neg_errno);
  * Never dereferences comm. */
 int sampi_comm_handle_live(MPI_Comm comm);
 
+/* SAMPI's whole MPI_Allreduce on `comm`, in place on buf: a composed
+ * algorithm's stage (coll_ctx.h, allreduce.c).  0, or a negative errno:
+ * comm's revocation cause, else -EIO. */
+int sampi_allreduce_part(void *buf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
 /* One-time start-up and shutdown of the library (runtime.c).  Init is
  * idempotent and cheap after the first call; it does not need MPI. */
 void sampi_runtime_init(void);

@@ -14,6 +14,7 @@
  * measurements decide.
  */
 #include "auto.h"
+#include "coll_ctx.h"
 #include "comm.h"
 #include "sampi_internal.h"
 #include "select.h"
@@ -228,7 +229,7 @@ static enum sampi_regime regime_needed(unsigned caps)
 /* The arms of a call per regime, from the table: arms[NONE] holds the
  * algorithms that need no hint, arms[r] those that need regime r's hint
  * (empty when the hint is missing). */
-static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
+static void arms_for(struct sampi_comm *c, const struct sampi_coll_args *a, size_t bytes,
                      const struct sampi_select_hints *h, uint32_t arms[SAMPI_REGIME__COUNT])
 {
     /* an algorithm that needs a hint is an arm when the call is informed
@@ -245,7 +246,8 @@ static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
         const struct sampi_algo *x = &sampi_algos[id];
         enum sampi_regime r = regime_needed(x->caps);
         if (!(x->caps & SAMPI_CAP_AUTO) || !hinted[r] ||
-            sampi_select_hopeless((enum sampi_algo_id)id, bytes, n) || (x->suited && !x->suited(a)))
+            sampi_select_hopeless((enum sampi_algo_id)id, bytes, c->size) ||
+            !sampi_coll_ctx_suited(c, a, (enum sampi_algo_id)id))
             continue;
         arms[r] |= arm((enum sampi_algo_id)id);
     }
@@ -255,12 +257,12 @@ static void arms_for(const struct sampi_coll_args *a, size_t bytes, int n,
  * communicator's size and the tuning file alone, so that runs with other
  * timing choose the same: no hint (the tracker's come from timing), no
  * measurement. */
-static enum sampi_algo_id frozen_choice(const struct sampi_comm *c, const struct sampi_coll_args *a,
+static enum sampi_algo_id frozen_choice(struct sampi_comm *c, const struct sampi_coll_args *a,
                                         size_t bytes)
 {
     const struct sampi_select_hints none = {0};
     uint32_t arms[SAMPI_REGIME__COUNT];
-    arms_for(a, bytes, c->size, &none, arms);
+    arms_for(c, a, bytes, &none, arms);
     pthread_mutex_lock(&tuning_lock);
     const struct sampi_tuning_entry *e =
         sampi_tuning_get(&kept, c->size, sampi_autosel_bucket(bytes), SAMPI_REGIME_NONE);
@@ -286,7 +288,7 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
      * straggler on 3 ranks (where StragglAR cannot win) or a call optcc
      * cannot run keeps the calls in the regime without one. */
     uint32_t arms[SAMPI_REGIME__COUNT];
-    arms_for(a, bytes, c->size, &h, arms);
+    arms_for(c, a, bytes, &h, arms);
     enum sampi_regime regime = arms[SAMPI_REGIME_DEGRADED]    ? SAMPI_REGIME_DEGRADED
                                : arms[SAMPI_REGIME_STRAGGLER] ? SAMPI_REGIME_STRAGGLER
                                                               : SAMPI_REGIME_NONE;

@@ -7,6 +7,8 @@
 #include "revoke.h"
 #include "tracker.h"
 
+#include <errno.h>
+
 static void host_waiter(void *owner, struct sampi_waiter *w, const char *what)
 {
     sampi_comm_waiter(owner, w, what);
@@ -36,12 +38,74 @@ static int host_released(void *owner, int peer)
     return sampi_revoke_released(owner, peer);
 }
 
+static int host_agreed(void *owner)
+{
+    return sampi_argcheck_finish(owner);
+}
+
+/* The state of `sub`, made a part of c at its first use: it takes c's data
+ * path choice, and its waits end when c is revoked (revoke.c). */
+static int part_of(struct sampi_comm *c, MPI_Comm sub, struct sampi_comm **out)
+{
+    int rc = sampi_comm_get(sub, 1, out);
+    if (rc)
+        return rc;
+    struct sampi_comm *s = *out;
+    if (!s->parent) {
+        s->parent = c;
+        s->forced_netdev = c->forced_netdev;
+    }
+    return sampi_revoke_poll(s);
+}
+
+static int host_part(void *owner, MPI_Comm sub, struct sampi_coll_ctx *out)
+{
+    struct sampi_comm *s;
+    int rc = part_of(owner, sub, &s);
+    if (rc)
+        return rc;
+    s->calls++;
+    rc = sampi_comm_join(s);
+    if (!rc)
+        rc = sampi_comm_open_netdev(s);
+    if (rc) /* -EINVAL: configured differently, which a part cannot be */
+        return rc == -EINVAL ? -EIO : rc;
+    sampi_coll_ctx_fill(s, out);
+    return 0;
+}
+
+static sampi_part_allreduce_fn *part_entry;
+
+void sampi_coll_ctx_set_part_entry(sampi_part_allreduce_fn *fn)
+{
+    part_entry = fn;
+}
+
+static int host_part_allreduce(void *owner, MPI_Comm sub, void *buf, size_t count,
+                               const struct sampi_coll_args *like, enum sampi_algo_id algo)
+{
+    struct sampi_comm *s;
+    int rc = part_of(owner, sub, &s);
+    if (rc)
+        return rc;
+    if (s->forced_algo != (int)algo) {
+        /* the part's own setting (what its calls agree on), so that its
+         * call reports a substitute under that name */
+        s->forced_algo = (int)algo;
+        s->agreed = 0;
+    }
+    return part_entry ? part_entry(buf, count, like->datatype, like->mpi_op, sub) : -ENOSYS;
+}
+
 static const struct sampi_coll_host comm_host = {
     .waiter = host_waiter,
     .scratch = host_scratch,
     .note_substitute = host_note_substitute,
     .give_up = host_give_up,
     .released = host_released,
+    .agreed = host_agreed,
+    .part = host_part,
+    .part_allreduce = host_part_allreduce,
 };
 
 void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
@@ -56,6 +120,7 @@ void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
         .slowdown = 1.0,
         .segment_bytes = (size_t)sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES),
         .stats = &c->stats,
+        .part = c->parent != NULL,
         .host = &comm_host,
         .owner = c,
     };
@@ -69,4 +134,17 @@ void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *a, enum s
     void *st = NULL;
     sampi_comm_algo_state_make(c, algo, a, &st);
     ctx->state = st;
+}
+
+int sampi_coll_ctx_suited(struct sampi_comm *c, const struct sampi_coll_args *a,
+                          enum sampi_algo_id algo)
+{
+    const struct sampi_algo *x = &sampi_algos[algo];
+    if (!x->suited)
+        return 1;
+    void *saved = a->ctx->state;
+    a->ctx->state = sampi_comm_algo_state(c, algo);
+    int ok = x->suited(a);
+    a->ctx->state = saved;
+    return ok;
 }

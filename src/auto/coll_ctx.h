@@ -22,4 +22,18 @@ void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx);
  * then fails or falls back the same way on every rank. */
 void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *a, enum sampi_algo_id algo);
 
+/* Whether `algo` suits call a on c (its descriptor's suited), shown its
+ * state on c where it has one already. */
+int sampi_coll_ctx_suited(struct sampi_comm *c, const struct sampi_coll_args *a,
+                          enum sampi_algo_id algo);
+
+/* The whole of SAMPI's MPI_Allreduce on `comm`, in place on buf, with comm's
+ * own algorithm setting: what a composed algorithm's stage runs (struct
+ * sampi_coll_host's part_allreduce sets the setting first).  0 or a negative
+ * errno.  The MPI entry points (pmpi_wrap/, above this layer) register it at
+ * start-up. */
+typedef int sampi_part_allreduce_fn(void *buf, size_t count, MPI_Datatype datatype, MPI_Op op,
+                                    MPI_Comm comm);
+void sampi_coll_ctx_set_part_entry(sampi_part_allreduce_fn *fn);
+
 #endif

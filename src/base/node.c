@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,4 +111,17 @@ void sampi_node_facts_gather(struct sampi_node_facts *f, int collective)
     else
         count_locally(f);
     f->ompi_yields = ompi_yield_when_idle();
+}
+
+int sampi_node_job_spans_nodes(void)
+{
+    static _Atomic int spans = -1;
+    int v = atomic_load_explicit(&spans, memory_order_relaxed);
+    if (v < 0) {
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        const char *world = getenv("OMPI_COMM_WORLD_SIZE");
+        v = local && world && atoi(local) > 0 && atoi(local) < atoi(world);
+        atomic_store_explicit(&spans, v, memory_order_relaxed);
+    }
+    return v;
 }

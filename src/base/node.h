@@ -15,4 +15,9 @@
  * anyone.  Open MPI's mpi_yield_when_idle is read through MPI_T. */
 void sampi_node_facts_gather(struct sampi_node_facts *f, int collective);
 
+/* 1 when Open MPI started this job's ranks on more than one node
+ * (OMPI_COMM_WORLD_LOCAL_SIZE below OMPI_COMM_WORLD_SIZE), 0 otherwise or
+ * when it does not say.  Read once; no communication. */
+int sampi_node_job_spans_nodes(void);
+
 #endif

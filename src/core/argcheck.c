@@ -107,8 +107,7 @@ int sampi_argcheck_finish(struct sampi_comm *c)
             return rc;
         judge(k);
     }
-    k->posted = 0;
-    return k->verdict;
+    return k->verdict; /* kept until the next post: a later finish in the call says it again */
 }
 
 int sampi_argcheck_cause(struct sampi_comm *c, int rc)

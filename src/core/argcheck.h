@@ -58,8 +58,9 @@ int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
  * errno once it completed and found one. */
 int sampi_argcheck_poll(struct sampi_comm *c);
 
-/* At the end of the call: wait for the check (through c's waiter) and
- * return 0, the mismatch errno, or the wait's error.  No-op when none was
+/* At the end of the call (or earlier, hier's state): wait for the check
+ * (through c's waiter) and return 0, the mismatch errno, or the wait's
+ * error; called again in the same call, the same verdict.  0 when none was
  * posted. */
 int sampi_argcheck_finish(struct sampi_comm *c);
 

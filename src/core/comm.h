@@ -63,6 +63,10 @@ struct sampi_comm {
     uint64_t auto_regime_changes; /* regime changes already logged */
     size_t scratch_size;
     struct sampi_stats stats;
+    /* the communicator c is a part of (a composed algorithm's stage, made
+     * from the parent's private duplicate and freed with it), NULL for the
+     * user's own: c's waits also end when the parent is revoked */
+    struct sampi_comm *parent;
     struct sampi_comm *prev, *next; /* every live state, for MPI_Finalize */
 };
 

@@ -201,6 +201,11 @@ int sampi_revoke_poll(struct sampi_comm *c)
         sampi_revoke(c, rc, "the argument check");
         return c->revoked;
     }
+    if (c->parent && (rc = sampi_revoke_poll(c->parent))) {
+        /* the call this part serves failed: its peers here stop too */
+        sampi_revoke(c, rc, "the communicator it is a part of");
+        return c->revoked;
+    }
     if (c->revoke_rx == MPI_REQUEST_NULL)
         return 0;
     for (;;) {

@@ -208,7 +208,7 @@ static const struct {
     MPI_Op op;
 } big_pairs[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}, {MPI_CHAR, MPI_SUM}};
 
-static const char *const algos[] = {"native", "ring", "rhd", "stragglar", "optcc", "auto"};
+static const char *const algos[] = {"native", "ring", "rhd", "stragglar", "optcc", "hier", "auto"};
 #define NALGOS (sizeof algos / sizeof algos[0])
 
 /* ------------------------------------------------------------ run state */
@@ -471,6 +471,18 @@ static int optcc_runs(int size, size_t count)
     return size >= 3 && z >= 0 && z < size && count >= 4 * ((size_t)size - 1);
 }
 
+/* Whether a call forced to `hier` runs it rather than `ring`: nodes of
+ * SAMPI_HIER_RANKS_PER_NODE ranks, all of that size, two or more of them;
+ * -1 when Open MPI's nodes decide (unset: either may run). */
+static int hier_runs(int size)
+{
+    const char *env = getenv("SAMPI_HIER_RANKS_PER_NODE");
+    long k = env && *env ? strtol(env, NULL, 10) : 0;
+    if (k <= 0)
+        return -1;
+    return k >= 2 && size % k == 0 && size / k >= 2;
+}
+
 /* What sampi_comm_last_algorithm may say after a call with `alg` forced. */
 static int algo_as_expected(const char *alg, const char *got, int size, size_t count)
 {
@@ -481,9 +493,14 @@ static int algo_as_expected(const char *alg, const char *got, int size, size_t c
         return strcmp(got, "ring") == 0;
     if (strcmp(alg, "optcc") == 0 && count > 0 && !optcc_runs(size, count))
         return strcmp(got, "ring") == 0;
+    if (strcmp(alg, "hier") == 0 && count > 0 && hier_runs(size) >= 0)
+        return strcmp(got, hier_runs(size) ? "hier" : "ring") == 0;
+    if (strcmp(alg, "hier") == 0 && count > 0)
+        return strcmp(got, "hier") == 0 || strcmp(got, "ring") == 0;
     if (strcmp(alg, "auto") == 0) /* tracked calls may go to stragglar or optcc */
         return strcmp(got, "native") == 0 || strcmp(got, "ring") == 0 || strcmp(got, "rhd") == 0 ||
-               strcmp(got, "stragglar") == 0 || strcmp(got, "optcc") == 0;
+               strcmp(got, "stragglar") == 0 || strcmp(got, "optcc") == 0 ||
+               strcmp(got, "hier") == 0;
     /* With nothing to reduce, handing the call to Open MPI is as good. */
     return strcmp(got, alg) == 0 || (count == 0 && strcmp(got, "native") == 0);
 }

@@ -456,18 +456,65 @@ static void case_auto_diverge(void)
     verdict("auto-diverge: one rank forced to ring, the others auto: every rank MPI_ERR_OTHER");
 }
 
+/* hier's stages run on communicators of its own, parts of the caller's:
+ * the same failures inside them end the same way on every rank (run with
+ * SAMPI_HIER_RANKS_PER_NODE grouping the ranks into nodes). */
+static void case_hier_silent(void)
+{
+    MPI_Comm comm = fresh_comm("hier");
+    expect_class("hier-silent: warm-up", call(comm, N, "hier-silent: warm-up", NULL), MPI_SUCCESS);
+    silent_rank("hier-silent", comm, N, MPI_DOUBLE, size - 1);
+    verdict("hier-silent: a rank that never arrives at a hier call: every rank MPI_ERR_OTHER");
+}
+
+static void case_hier_count(void)
+{
+    MPI_Comm comm = fresh_comm("hier");
+    expect_class("hier-count: warm-up", call(comm, 1000, "hier-count: warm-up", NULL), MPI_SUCCESS);
+    expect_class(
+        "hier-count: the last rank passes 1000, the others 1001",
+        call(comm, rank == size - 1 ? 1000 : 1001, "hier-count: the mismatched call", NULL),
+        MPI_ERR_COUNT);
+    after_mismatch("hier-count", comm);
+    verdict("hier-count: mismatched counts under hier: every rank MPI_ERR_COUNT");
+}
+
+static void case_hier_diverge(void)
+{
+    /* rank 0 makes hier's sub-communicators alone: the check must stop it first */
+    MPI_Comm comm = fresh_comm("ring");
+    expect_class("hier-diverge: warm-up", call(comm, N, "hier-diverge: warm-up", NULL),
+                 MPI_SUCCESS);
+    if (rank == 0)
+        sampi_comm_set_algorithm(comm, "hier");
+    expect_class("hier-diverge: rank 0 on hier, the others on ring",
+                 call(comm, N, "hier-diverge: the diverging call", NULL), MPI_ERR_OTHER);
+    after_mismatch("hier-diverge", comm);
+    verdict("hier-diverge: rank 0 alone on hier: every rank MPI_ERR_OTHER, no hang");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
     int named; /* run only when named */
 } cases[] = {
-    {"straggler", case_straggler, 0},   {"open-late", case_open_late, 0},
-    {"silent", case_silent, 0},         {"first-call", case_first_call, 0},
-    {"tracked", case_tracked, 0},       {"diverge", case_diverge, 0},
-    {"count", case_count, 0},           {"bogus", case_bogus, 0},
-    {"freed", case_freed, 0},           {"opti-setup", case_opti_setup, 1},
-    {"opti-call", case_opti_call, 1},   {"inflight", case_inflight, 1},
-    {"auto-count", case_auto_count, 1}, {"auto-diverge", case_auto_diverge, 1},
+    {"straggler", case_straggler, 0},
+    {"open-late", case_open_late, 0},
+    {"silent", case_silent, 0},
+    {"first-call", case_first_call, 0},
+    {"tracked", case_tracked, 0},
+    {"diverge", case_diverge, 0},
+    {"count", case_count, 0},
+    {"bogus", case_bogus, 0},
+    {"freed", case_freed, 0},
+    {"opti-setup", case_opti_setup, 1},
+    {"opti-call", case_opti_call, 1},
+    {"inflight", case_inflight, 1},
+    {"auto-count", case_auto_count, 1},
+    {"auto-diverge", case_auto_diverge, 1},
+    {"hier-silent", case_hier_silent, 1},
+    {"hier-count", case_hier_count, 1},
+    {"hier-diverge", case_hier_diverge, 1},
 };
 
 int main(int argc, char **argv)

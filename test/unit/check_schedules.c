@@ -3,6 +3,7 @@
  * counts that exercise empty, short and uneven blocks, through the symbolic
  * simulator.
  */
+#include "hier_plan.h"
 #include "schedule.h"
 #include "suites.h"
 #include "symsim.h"
@@ -96,12 +97,69 @@ START_TEST(block_ranges_tile_the_vector)
 }
 END_TEST
 
+/* hier's three stages as one flat schedule (hier_plan.h), every p = 2..64
+ * and every k dividing it: exact, each element computed at one place, and a
+ * rank's traffic within 2(k-1) node blocks plus 2(H-1) blocks of its shard. */
+static int hier_k; /* symsim's builders take (p, rank, count): k rides here */
+static int hier_builder(int p, int rank, size_t count, struct sampi_round *rounds, int max_rounds)
+{
+    return sampi_hier_flat_schedule(p, hier_k, rank, count, rounds, max_rounds);
+}
+
+START_TEST(hier_all_layouts)
+{
+    const int p = _i;
+    for (hier_k = 1; hier_k <= p; hier_k++) {
+        if (p % hier_k)
+            continue;
+        const int h = p / hier_k;
+        const size_t counts[] = {0, 1, 2, (size_t)p - 1, (size_t)p, 3 * (size_t)p + 2, 1000};
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+            struct symsim_result res;
+            symsim_run(hier_builder, sampi_hier_flat_rounds(p, hier_k), p, counts[i], &res);
+            ck_assert_msg(res.ok, "p=%d k=%d count=%zu: %s", p, hier_k, counts[i], res.error);
+            size_t node_block = (counts[i] + (size_t)hier_k - 1) / (size_t)hier_k;
+            size_t shard_block = (node_block + (size_t)h - 1) / (size_t)h;
+            ck_assert_uint_le(res.max_sent_elems, 2 * (size_t)(hier_k - 1) * node_block +
+                                                      2 * (size_t)(h - 1) * shard_block);
+        }
+    }
+}
+END_TEST
+
+START_TEST(hier_shards_tile_the_vector)
+{
+    /* the k shards are the k blocks, one per local rank */
+    for (int k = 1; k <= 9; k++)
+        for (size_t count = 0; count <= 30; count++) {
+            size_t total = 0;
+            for (int j = 0; j < k; j++) {
+                size_t off, len, boff, blen;
+                sampi_hier_shard(count, k, j, &off, &len);
+                sampi_block_range(count, k, (j + 1) % k, &boff, &blen);
+                ck_assert_uint_eq(off, boff);
+                ck_assert_uint_eq(len, blen);
+                total += len;
+            }
+            ck_assert_uint_eq(total, count);
+        }
+    struct sampi_round r[64];
+    ck_assert_int_eq(sampi_hier_node_rounds(1, 0, 10, SAMPI_HIER_REDUCE_SCATTER, r, 0), 0);
+    ck_assert_int_eq(sampi_hier_node_rounds(4, 4, 10, SAMPI_HIER_ALLGATHER, r, 64), -EINVAL);
+    ck_assert_int_eq(sampi_hier_node_rounds(4, 0, 10, SAMPI_HIER_ALLGATHER, r, 2), -ENOSPC);
+    ck_assert_int_eq(sampi_hier_flat_schedule(6, 4, 0, 10, r, 64), -EINVAL);
+    ck_assert_int_eq(sampi_hier_flat_schedule(8, 2, 0, 10, r, 5), -ENOSPC);
+    ck_assert_int_eq(sampi_hier_flat_rounds(8, 2), 2 + 6);
+}
+END_TEST
+
 Suite *sampi_schedules_suite(void)
 {
-    return UNIT_SUITE("schedules",
-                      {.name = "symbolic",
-                       .timeout = 120,
-                       UNIT_LOOPS({ring_all_sizes, 2, 65}, {rhd_all_sizes, 2, 65}),
-                       UNIT_TESTS(rhd_power_of_two_volume, round_counts, builders_reject_bad_input,
-                                  block_ranges_tile_the_vector)});
+    return UNIT_SUITE(
+        "schedules",
+        {.name = "symbolic",
+         .timeout = 120,
+         UNIT_LOOPS({ring_all_sizes, 2, 65}, {rhd_all_sizes, 2, 65}, {hier_all_layouts, 2, 65}),
+         UNIT_TESTS(rhd_power_of_two_volume, round_counts, builders_reject_bad_input,
+                    block_ranges_tile_the_vector, hier_shards_tile_the_vector)});
 }
