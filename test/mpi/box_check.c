@@ -91,8 +91,8 @@ static int nodes(int want_h, int want_k)
         }
         distinct = nnames == leaders;
         printf("box_check: map %s\n", map);
-        snprintf(what, sizeof what, "%d nodes (%d node leaders, %d names; want %d)", leaders, leaders,
-                 nnames, want_h);
+        snprintf(what, sizeof what, "%d nodes (%d node leaders, %d names; want %d)", leaders,
+                 leaders, nnames, want_h);
         distinct &= leaders == want_h;
     }
     verdict(what, distinct);
@@ -129,7 +129,8 @@ static int pair(int a, int b, long bytes, int reps)
     PMPI_Get_processor_name(name, &len);
     if (a < 0 || b < 0 || a >= size || b >= size || a == b || bytes <= 0 || reps <= 0) {
         if (rank == 0)
-            fprintf(stderr, "box_check pair: need two different ranks below %d, BYTES and REPS > 0\n",
+            fprintf(stderr,
+                    "box_check pair: need two different ranks below %d, BYTES and REPS > 0\n",
                     size);
         return 2;
     }
@@ -139,8 +140,9 @@ static int pair(int a, int b, long bytes, int reps)
         sbuf = malloc((size_t)bytes);
         rbuf = malloc((size_t)bytes);
         memset(sbuf, rank & 0xff, (size_t)bytes);
-        PMPI_Sendrecv(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, other, 1, peer, MPI_MAX_PROCESSOR_NAME,
-                      MPI_CHAR, other, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        PMPI_Sendrecv(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, other, 1, peer,
+                      MPI_MAX_PROCESSOR_NAME, MPI_CHAR, other, 1, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE);
         /* one untimed exchange: connections are made on first use */
         PMPI_Sendrecv(sbuf, 1, MPI_CHAR, other, 2, rbuf, 1, MPI_CHAR, other, 2, MPI_COMM_WORLD,
                       MPI_STATUS_IGNORE);
@@ -150,8 +152,8 @@ static int pair(int a, int b, long bytes, int reps)
     int ok = 1;
     if (me) {
         for (int i = 0; i < reps; i++)
-            PMPI_Sendrecv(sbuf, (int)bytes, MPI_CHAR, other, 3, rbuf, (int)bytes, MPI_CHAR, other, 3,
-                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            PMPI_Sendrecv(sbuf, (int)bytes, MPI_CHAR, other, 3, rbuf, (int)bytes, MPI_CHAR, other,
+                          3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         t = PMPI_Wtime() - t;
         ok = rbuf[0] == (char)(other & 0xff) && rbuf[bytes - 1] == (char)(other & 0xff);
         if (rank == a)
