@@ -17,6 +17,12 @@ and the reliable entries (native, ring, auto) in sampi_bench's emulation
 (--net-tail: a call returns 9 T_ref later on a rank when any of the
 datagrams it would receive is late), as benchmarks/tail-table does.  T_ref is
 ring's median at that size in scene (a), measured in the same demo.
+
+Scene (e) runs on a cluster in a box (benchmarks/testbed/box): 4 emulated
+hosts of 2 ranks that Open MPI sees as 4 nodes, every host's link at
+400 Mbit/s, the last rank late by 20 ms, 1 MiB; hier joins the entries when
+sampi_info lists it.  It needs what the testbed needs plus UTS namespaces;
+--quick and the loopback version skip it, saying so.
 """
 
 import argparse
@@ -30,8 +36,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTBED_DIR = os.path.join(ROOT, "benchmarks", "testbed")
 TESTBED = os.path.join(TESTBED_DIR, "testbed")
+BOX = os.path.join(TESTBED_DIR, "box")
 MPIRUN_LOCAL = os.path.join(ROOT, "scripts", "mpirun-local")
 sys.path.insert(0, TESTBED_DIR)
+import boxrun  # noqa: E402
 import tbrun  # noqa: E402
 
 TAIL_PCT = 1.0      # percent of datagrams late
@@ -114,6 +122,22 @@ def plan(mode, quick):
 
 RATE = 400  # Mbit/s per rank: 8 ranks reached 96% of it here (ring over ofi)
 
+BOX_HOSTS, BOX_RANKS = 4, 2  # scene (e)
+BOX_SECONDS = 20  # what scene (e) adds, about: 14 s measured on 2 busy cores
+
+
+def box_scene(hier):
+    """Scene (e): four nodes, one of them late (on the box)."""
+    p = BOX_HOSTS * BOX_RANKS
+    algos = "native,ring@ofi,auto@ofi" + (",hier" if hier else "")
+    where = "%d hosts x %d ranks that Open MPI sees as %d nodes, %d Mbit/s per host" % (
+        BOX_HOSTS, BOX_RANKS, BOX_HOSTS, RATE)
+    return Scene("box", "e",
+                 "(e) four nodes, one of them late: rank %d (on h%d) sleeps 20 ms before every "
+                 "call; 1 MiB, %s" % (p - 1, BOX_HOSTS - 1, where),
+                 "(e) four nodes, rank %d late by 20 ms (1 MiB)" % (p - 1),
+                 [("1M:1M", 10, 30, algos, ["--straggler", str(p - 1), "--delay-ms", "20"])])
+
 
 def fmt_ms(us):
     return "-" if us is None else "%.1f" % (us / 1e3)
@@ -156,6 +180,7 @@ def table(scene, out):
 class Runner:
     def __init__(self, mode, bench, log, tb=None):
         self.mode, self.bench, self.log, self.tb = mode, bench, log, tb
+        # the box of scene (e) (a boxrun.Box) when mode is "box"
 
     def run(self, label, sizes, iters, warmup, algos, extra, env):
         bench = [self.bench, "-m", sizes, "-i", str(iters), "-x", str(warmup), "--algos", algos,
@@ -163,6 +188,8 @@ class Runner:
         if self.mode == "testbed":
             cmd = [TESTBED, "exec", "--name", self.tb.name, "--p", str(self.tb.p), "--base",
                    str(self.tb.base), "--", TESTBED, "mpirun", "--"] + bench
+        elif self.mode == "box":
+            cmd = [BOX, "exec", "--name", self.tb.name, "--", BOX, "mpirun", "--"] + bench
         else:
             cmd = [MPIRUN_LOCAL, "-np", str(NP_LOOPBACK)] + bench
         full = {k: v for k, v in os.environ.items() if not k.startswith("SAMPI_")}
@@ -211,7 +238,7 @@ def run_scenes(scenes, runner, tb, mode, out_dir, tables):
             sc.title += "\n    (late = +%.1f ms = 9 x ring's %.1f ms median in (a); datagrams " \
                         "of 64 KiB; optireduce's by SAMPI's fault injector, the others' " \
                         "emulated by sampi_bench --net-tail)" % (late_ms, ref / 1e3)
-        if tb is not None:
+        if tb is not None and mode == "testbed":
             tb.shape(*sc.shape)
         for n, (sizes, iters, warmup, algos, extra) in enumerate(sc.runs):
             label = "scene %s run %d" % (sc.letter, n + 1)
@@ -220,14 +247,48 @@ def run_scenes(scenes, runner, tb, mode, out_dir, tables):
                             "scene_short": sc.short,
                             "mode": mode, "l": sc.shape[1],
                             "degraded_rank": sc.shape[0] if sc.shape[0] >= 0 else None})
-                if mode == "testbed":
+                if mode in ("testbed", "box"):
                     row["rate_mbit"] = RATE
+                if mode == "box":
+                    row.update({"hosts": BOX_HOSTS, "ranks_per_host": BOX_RANKS})
                 sc.rows.append(row)
         sc.seconds = time.monotonic() - t0
         with open(os.path.join(out_dir, "%s-%s.jsonl" % (sc.letter, sc.key)), "w") as f:
             for row in sc.rows:
                 f.write(json.dumps(row) + "\n")
         table(sc, tables)
+
+
+def box_scenes(a, mode, bench, log, out_dir, tables):
+    """Scene (e) on the box, or one line saying why not; its scenes run."""
+    title = "(e) four nodes, one of them late"
+    if mode != "testbed":
+        print("demo: %s: skipped: the loopback version has no box (it needs root, ip, tc and "
+              "namespaces)" % title)
+        return []
+    if a.quick:
+        print("demo: %s: skipped by --quick (it adds about %d s)" % (title, BOX_SECONDS))
+        return []
+    try:
+        boxrun.preflight()
+    except tbrun.SetupError as e:
+        print("demo: %s: skipped: %s" % (title, str(e).replace("cannot run here: ", "")))
+        return []
+    sc = box_scene(boxrun.has_hier(bench))
+    try:
+        with boxrun.Box(BOX_HOSTS, BOX_RANKS, RATE, "sampi-demo-box-%d" % os.getpid(),
+                        log=log) as box:
+            box.up()
+            print("demo: %s, on a cluster in a box (%d hosts x %d ranks, %d Mbit/s per host)" %
+                  (title, BOX_HOSTS, BOX_RANKS, RATE))
+            sys.stdout.flush()
+            run_scenes([sc], Runner("box", bench, log, box), box, "box", out_dir, tables)
+    except tbrun.SetupError as e:
+        if sc.rows:
+            raise RuntimeError(str(e))
+        print("demo: %s: skipped: the box cannot run here: %s" % (title, e))
+        return []
+    return [sc]
 
 
 def plots(prefix, out_dir, scenes):
@@ -318,6 +379,7 @@ def main():
                   (why, NP_LOOPBACK, out_dir))
             sys.stdout.flush()
             run_scenes(scenes, Runner(mode, bench, log), None, mode, out_dir, tables)
+        scenes += box_scenes(a, mode, bench, log, out_dir, tables)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print("demo: %s\n(full log: %s)" % (e, os.path.join(out_dir, "log.txt")),
               file=sys.stderr)
