@@ -5,7 +5,7 @@
 #                  8 B and 1 KiB at p = 16 and p = 2, 3000 calls each;
 #   uniform.json   the cluster in a box (benchmarks/testbed/box, copied beside this plan as
 #   late.json      sampi-box.sh by ./prepare): H = 4 hosts of K = 4 ranks, every host's link
-#   degraded.json  at BOX_RATE Mbit/s (default 1600: 16 MiB at 400 would not fit the remote's
+#   degraded.json  at DEVRUN_BOX_RATE Mbit/s (default 1600: 16 MiB at 400 would not fit the remote's
 #                  time); native (Open MPI tuned over tcp between hosts, shared memory inside),
 #                  SAMPI ring, hier and auto, at 1 MiB and 16 MiB; late: the last rank 20 ms
 #                  late (spinning); degraded: host h3's link at l = 2;
@@ -17,7 +17,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BOXSH=$(realpath "$(dirname "${BASH_SOURCE[0]}")/sampi-box.sh")
 export SAMPI_BOX_RUNDIR=/tmp/sampi-box
-RATE=${BOX_RATE:-1600}
+RATE=${DEVRUN_BOX_RATE:-1600}
 NP=$(np_list 16); NP=${NP%% *}
 begin $NP
 
@@ -29,6 +29,9 @@ done
 
 H=4; [ "$NP" -lt 16 ] && H=2
 K=$(( NP / H ))
+# DEVRUN_BOX_LAYOUT=HxK (a local check of the plan: 2x2 on 2 cores, oversubscribed)
+if [[ ${DEVRUN_BOX_LAYOUT:-} =~ ^([0-9]+)x([0-9]+)$ ]]; then H=${BASH_REMATCH[1]}; K=${BASH_REMATCH[2]}; fi
+BNP=$(( H * K ))
 SHAPED=1
 log "box: $H hosts x $K ranks at $RATE Mbit/s"
 if ! bash "$BOXSH" up --name bx --hosts $H --ranks $K --rate "$RATE" > /tmp/box-up.out 2>&1; then
@@ -41,9 +44,9 @@ if [ $SHAPED = 1 ]; then
   # the box's own transport options replace lib.sh's loopback ones
   nb=(); i=0
   while [ $i -lt ${#BASE[@]} ]; do
-    case "${BASE[$i]} ${BASE[$((i + 1))]:-}" in
-      "--mca pml "* | "--mca btl "* | "--mca btl_tcp_if_include "* | "--mca oob_tcp_if_include "* | \
-      "-x FI_TCP_IFACE="* | "-x FI_SOCKETS_IFACE="*) i=$((i + 2)) ;;
+    case "${BASE[$i]}:${BASE[$((i + 1))]:-}" in
+      --mca:pml | --mca:btl | --mca:btl_tcp_if_include | --mca:oob_tcp_if_include) i=$((i + 3)) ;;
+      -x:FI_TCP_IFACE=* | -x:FI_SOCKETS_IFACE=*) i=$((i + 2)) ;;
       *) nb+=("${BASE[$i]}"); i=$((i + 1)) ;;
     esac
   done
@@ -55,7 +58,7 @@ if [ $SHAPED = 1 ]; then
   chmod +x /tmp/boxbin/mpirun
   export PATH=/tmp/boxbin:$PATH
   log "mpirun in the box: $(tail -1 /tmp/boxbin/mpirun)"
-  log "map: $(timeout 30 mpirun -np $NP "${BASE[@]}" --display-map /bin/hostname 2>&1 | grep -cE 'Data for node') nodes"
+  log "map: $(timeout 30 mpirun -np $BNP "${BASE[@]}" --display-map /bin/hostname 2>&1 | grep -cE 'Data for node') nodes"
 else
   mkdir -p /tmp/ubox
   printf '#!/bin/bash\nwhile [[ "$1" == -* ]]; do shift; done\nh=$1; shift\nexec unshare -u /bin/bash -c "hostname $h; $*"\n' > /tmp/ubox/agent.sh
@@ -65,17 +68,17 @@ else
 fi
 scene() {  # scene NAME XMPI ENTRIES [sampi_bench options]
   local name=$1 x=$2 algos=$3; shift 3
-  XMPI="${XBOX:-} $x" run1 "$name" $NP 1M 30 30 "$algos" "$@"
-  XMPI="${XBOX:-} $x" run1 "$name" $NP 16M 6 24 "$algos" "$@"
+  XMPI="${XBOX:-} $x" run1 "$name" $BNP 1M 30 30 "$algos" "$@"
+  XMPI="${XBOX:-} $x" run1 "$name" $BNP 16M 6 24 "$algos" "$@"
 }
 HAN="--mca coll_han_priority 100"
-LATE=(--straggler $((NP - 1)) --delay-ms 20 --straggle-by spin)
+LATE=(--straggler $((BNP - 1)) --delay-ms 20 --straggle-by spin)
 step_begin 300 box
 scene uniform "" native,ring,hier,auto
 scene han "$HAN" native,auto
 scene late "" native,ring,hier,auto "${LATE[@]}"
 scene han "$HAN" native,auto "${LATE[@]}"
-if [ $SHAPED = 1 ] && bash "$BOXSH" shape --name bx --hosts $H --ranks $K --rate "$RATE" \
+if [ $SHAPED = 1 ] && bash "$BOXSH" shape --name bx --rate "$RATE" \
      --degraded h$((H - 1)) --l 2 > /tmp/box-shape.out 2>&1; then
   scene degraded "" native,ring,hier,auto
   scene han "$HAN" native,auto
