@@ -620,8 +620,8 @@ static void choose_clock(struct bench *b)
 
 /* ------------------------------------------------------------ entries */
 
-static const char *const known_algos[] = {"auto",  "native",     "ring",      "rhd", "stragglar",
-                                          "optcc", "optireduce", "selective", NULL};
+static const char *const known_algos[] = {"auto", "native", "ring",       "rhd",       "stragglar",
+                                          "hier", "optcc",  "optireduce", "selective", NULL};
 static const char *const known_netdevs[] = {"auto", "mpi", "ofi", "dpdk", NULL};
 
 static void append_name(char *out, size_t len, const char *name)
