@@ -8,17 +8,18 @@
  * Stages:   (hier_plan.h, with an example) a ring reduce-scatter inside each
  *           node over the node's own data path (shared memory), an allreduce
  *           of each shard among the ranks with the same local index, one per
- *           node, by any exact algorithm (sampi_hier_inter), and a ring
- *           allgather inside each node.
+ *           node (sampi_hier_inter: by default ring, or what the nodes'
+ *           communicator's hint calls for), and a ring allgather inside each
+ *           node.
  * Cost:     inside a node 2(k-1)/k n per rank; across the nodes each rank
  *           moves its shard of n/k, so a node's link carries 2(H-1)/H n in
  *           all, where a flat ring whose neighbours sit on other nodes
  *           carries up to 2(p-1)/p n per rank crossing it.
  * Stragglers: stage 2 runs as a call of SAMPI's own on the communicator of
  *           one rank per node: its tracker sees nodes arrive, so a late rank
- *           makes its node the predicted straggler there (StragglAR at node
- *           granularity, when sampi_hier_inter=auto finds it pays) and a
- *           degraded link makes its node the degraded rank of `optcc`.
+ *           makes its node the predicted straggler there, and stage 2 runs
+ *           StragglAR among the nodes; a degraded link makes its node the
+ *           degraded rank of `optcc` there.
  * Exactness: each element is reduced inside its node at one place, then
  *           across the nodes by an exact algorithm, then only copied: every
  *           rank holds the same bits.
@@ -43,6 +44,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct hier_state {
     MPI_Comm node, cross; /* this rank's node; the ranks of its local index */
@@ -50,31 +52,53 @@ struct hier_state {
     int layered; /* every node has k >= 2 ranks and there are nodes >= 2 */
 };
 
-/* The names sampi_hier_inter accepts: auto, and the exact algorithms but
- * this one. */
-static int inter_allowed(const struct sampi_algo *x)
+/* The names sampi_hier_inter accepts: hint, auto, and the exact algorithms
+ * but this one. */
+static int inter_allowed(const char *name)
 {
+    const struct sampi_algo *x = sampi_algo_find(name);
+    if (name && strcmp(name, "hint") == 0)
+        return 1;
     return x && x->id != SAMPI_ALGO_HIER &&
            (x->id == SAMPI_ALGO_AUTO || (x->caps & SAMPI_CAP_EXACT));
 }
 
 int sampi_hier_inter_validate(const char *text, char *err, size_t errlen)
 {
-    if (inter_allowed(sampi_algo_find(text)))
+    if (inter_allowed(text))
         return 0;
     snprintf(err, errlen,
-             "sampi_hier_inter: '%s' is not auto or an exact algorithm other than hier "
+             "sampi_hier_inter: '%s' is not hint, auto or an exact algorithm other than hier "
              "(native, ring, rhd, stragglar, optcc)",
              text ? text : "");
     return -EINVAL;
 }
 
-static enum sampi_algo_id inter_algo(void)
+/* Whether `id` can run the shard's call c on the nodes' communicator. */
+static int shard_suits(enum sampi_algo_id id, const struct sampi_coll_args *c)
+{
+    return !sampi_algos[id].suited || sampi_algos[id].suited(c);
+}
+
+/* The algorithm among the nodes for the shard's call c (c->ctx: the nodes'
+ * communicator's context, its tracker's hints in it).  `hint`: what the
+ * hint calls for, else ring - measured only by the caller's auto, which
+ * compares hier as a whole against the flat algorithms: an auto inside,
+ * still exploring its own arms, would make hier's first samples look
+ * worse than hier is. */
+static enum sampi_algo_id inter_algo(const struct sampi_coll_args *c)
 {
     char name[32];
-    const struct sampi_algo *x = sampi_algo_find(sampi_cvar_text(SAMPI_CVAR_HIER_INTER, name,
-                                                                 sizeof(name)));
-    return inter_allowed(x) ? x->id : SAMPI_ALGO_AUTO;
+    sampi_cvar_text(SAMPI_CVAR_HIER_INTER, name, sizeof(name));
+    if (strcmp(name, "hint") != 0) {
+        const struct sampi_algo *x = sampi_algo_find(name);
+        return inter_allowed(name) && x ? x->id : SAMPI_ALGO_RING;
+    }
+    if (c->ctx->degraded >= 0 && shard_suits(SAMPI_ALGO_OPTCC, c))
+        return SAMPI_ALGO_OPTCC;
+    if (c->ctx->straggler >= 0 && shard_suits(SAMPI_ALGO_STRAGGLAR, c))
+        return SAMPI_ALGO_STRAGGLAR;
+    return SAMPI_ALGO_RING;
 }
 
 static void state_destroy(void *state)
@@ -92,9 +116,9 @@ static void state_destroy(void *state)
 static int split_node(const struct sampi_coll_ctx *x, MPI_Comm *node)
 {
     const int per = (int)sampi_cvar_int(SAMPI_CVAR_HIER_RANKS_PER_NODE);
-    return per > 0 ? PMPI_Comm_split(x->ctl, x->rank / per, x->rank, node)
-                   : PMPI_Comm_split_type(x->ctl, MPI_COMM_TYPE_SHARED, x->rank, MPI_INFO_NULL,
-                                          node);
+    return per > 0
+               ? PMPI_Comm_split(x->ctl, x->rank / per, x->rank, node)
+               : PMPI_Comm_split_type(x->ctl, MPI_COMM_TYPE_SHARED, x->rank, MPI_INFO_NULL, node);
 }
 
 /* Collective over the call's communicator (every rank runs hier for this
@@ -161,13 +185,30 @@ static int node_stage(const struct sampi_coll_args *a, const struct hier_state *
     return n < 0 ? n : sampi_execute_rounds(&na, rounds, n);
 }
 
+/* Stage 2: the shard at buf among the nodes, as a whole SAMPI call there. */
+static int across_nodes(const struct sampi_coll_args *a, const struct hier_state *st, void *buf,
+                        size_t len)
+{
+    const struct sampi_coll_ctx *x = a->ctx;
+    struct sampi_coll_ctx cctx;
+    int rc = x->host->part(x->owner, st->cross, &cctx);
+    if (rc)
+        return rc;
+    struct sampi_coll_args c = *a;
+    c.sendbuf = MPI_IN_PLACE;
+    c.recvbuf = buf;
+    c.count = len;
+    c.comm = st->cross;
+    c.ctx = &cctx;
+    return x->host->part_allreduce(x->owner, st->cross, buf, len, a, inter_algo(&c));
+}
+
 int sampi_allreduce_hier(const struct sampi_coll_args *a)
 {
     const struct sampi_coll_ctx *x = a->ctx;
     const struct hier_state *st = x->state;
     if (!st || !st->layered) {
-        int rc = x->host->note_substitute(x->owner, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING,
-                                          NULL);
+        int rc = x->host->note_substitute(x->owner, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING, NULL);
         return rc ? rc : sampi_allreduce_ring(a);
     }
     struct sampi_coll_ctx nctx;
@@ -181,8 +222,7 @@ int sampi_allreduce_hier(const struct sampi_coll_args *a)
     size_t off, len;
     sampi_hier_shard(a->count, st->k, st->local, &off, &len);
     if (!rc && len) /* the same len on every rank of the local index */
-        rc = x->host->part_allreduce(x->owner, st->cross, (char *)a->recvbuf + off * a->dt.extent,
-                                     len, a, inter_algo());
+        rc = across_nodes(a, st, (char *)a->recvbuf + off * a->dt.extent, len);
     if (!rc)
         rc = node_stage(a, st, &nctx, SAMPI_HIER_ALLGATHER, rounds);
     free(rounds);
