@@ -8,10 +8,13 @@
  */
 #include "wait.h"
 #include "clock.h"
+#include "p2p_allreduce.h"
 #include "wait_mode.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,19 +124,104 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
     }
 }
 
-/* The buffers of one collective: in, then out.  Freed when the collective
- * completed; let go (never freed) when the wait failed, so that the pending
- * request can still complete into them when a late rank arrives. */
+int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x)
+{
+    unsigned spins = 0;
+    int64_t slice_end = sampi_waiter_slice_end(w);
+    for (;;) {
+        int progressed = 0;
+        /* the owner's poll may have completed x itself (argcheck.c): a
+         * complete x answers 1 again */
+        int rc = sampi_p2p_allreduce_test(x, &progressed);
+        if (rc)
+            return rc < 0 ? rc : 0;
+        if (progressed) {
+            sampi_waiter_progress(w);
+            slice_end = sampi_waiter_slice_end(w);
+            spins = 0;
+            continue;
+        }
+        if (sampi_now_ns() >= slice_end) {
+            if ((rc = sampi_waiter_idle(w, NULL)))
+                return rc;
+            slice_end = sampi_waiter_slice_end(w);
+        }
+        sampi_wait_pause(&spins);
+    }
+}
+
+/* Each communicator counts the helpers' exchanges on it (the same count on
+ * every rank, since every rank makes them in the same order): the count
+ * goes into the tag (p2p_allreduce.c says why).  Kept as an attribute, so a
+ * new communicator starts from 0 on every rank. */
+static int seq_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t seq_once = PTHREAD_ONCE_INIT;
+
+static int seq_delete(MPI_Comm comm, int kv, void *value, void *extra)
+{
+    (void)comm, (void)kv, (void)extra;
+    free(value);
+    return MPI_SUCCESS;
+}
+
+static void seq_keyval_make(void)
+{
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, seq_delete, &seq_keyval, NULL);
+}
+
+/* The tag of comm's next helper exchange of kind `sub`, or -ENOMEM. */
+static int next_tag(MPI_Comm comm, enum sampi_p2p_sub sub)
+{
+    pthread_once(&seq_once, seq_keyval_make);
+    unsigned *n = NULL;
+    int flag = 0;
+    if (seq_keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(comm, seq_keyval, &n, &flag) != MPI_SUCCESS)
+        return -ENOMEM;
+    if (!flag) {
+        if (!(n = calloc(1, sizeof(*n))))
+            return -ENOMEM;
+        if (PMPI_Comm_set_attr(comm, seq_keyval, n) != MPI_SUCCESS) {
+            free(n);
+            return -ENOMEM;
+        }
+    }
+    return SAMPI_P2P_TAG(sub, (*n)++);
+}
+
+/* SAMPI's own allreduce of `count` elements on comm into out (count * the
+ * type's size bytes), through w: 0, -ENOTSUP (not a pair the kernels
+ * reduce: nothing was sent), or another negative errno. */
+static int p2p_allreduce(struct sampi_waiter *w, enum sampi_p2p_sub sub, const void *in, void *out,
+                         int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    struct sampi_p2p_allreduce x;
+    sampi_p2p_allreduce_init(&x);
+    int tag = next_tag(comm, sub);
+    if (tag < 0)
+        return tag;
+    int rc = sampi_p2p_allreduce_start(&x, in, count, dt, op, comm, tag);
+    if (!rc)
+        rc = sampi_waiter_p2p(w, &x);
+    if (!rc)
+        memcpy(out, sampi_p2p_allreduce_result(&x), x.bytes);
+    sampi_p2p_allreduce_release(&x);
+    return rc;
+}
+
+/* The buffers of one PMPI collective: in, then out.  Freed when the
+ * collective completed; let go (never freed) when the wait failed, so that
+ * the pending request can still complete into them when a late rank
+ * arrives. */
 static void *coll_buffers(size_t in, size_t out)
 {
     return malloc(in + out ? in + out : 1);
 }
 
-int sampi_waiter_allreduce(struct sampi_waiter *w, const void *in, void *out, int count,
-                           MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+/* A datatype or op the kernels do not reduce (the same on every rank). */
+static int nbc_allreduce(struct sampi_waiter *w, const void *in, void *out, int count,
+                         MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    if (!w)
-        return PMPI_Allreduce(in, out, count, dt, op, comm) == MPI_SUCCESS ? 0 : -EIO;
     int tsize = 0;
     PMPI_Type_size(dt, &tsize);
     size_t bytes = (size_t)count * (size_t)tsize;
@@ -154,30 +242,39 @@ int sampi_waiter_allreduce(struct sampi_waiter *w, const void *in, void *out, in
     return 0;
 }
 
+int sampi_waiter_allreduce(struct sampi_waiter *w, const void *in, void *out, int count,
+                           MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    if (!w)
+        return PMPI_Allreduce(in, out, count, dt, op, comm) == MPI_SUCCESS ? 0 : -EIO;
+    int rc = p2p_allreduce(w, SAMPI_P2P_SUB_ALLREDUCE, in, out, count, dt, op, comm);
+    return rc == -ENOTSUP ? nbc_allreduce(w, in, out, count, dt, op, comm) : rc;
+}
+
+/* The allgather is the allreduce under MPI_BOR of a byte vector where each
+ * rank fills only its own slot: OR with zeros keeps every bit, so every
+ * rank gets every contribution exactly.  It moves the whole vector at every
+ * step (log2 p steps of p * count bytes), fine for the few bytes per rank
+ * SAMPI gathers. */
 int sampi_waiter_allgather(struct sampi_waiter *w, const void *in, int count, MPI_Datatype dt,
                            void *out, MPI_Comm comm)
 {
     if (!w)
         return PMPI_Allgather(in, count, dt, out, count, dt, comm) == MPI_SUCCESS ? 0 : -EIO;
-    int tsize = 0, size = 0;
+    int tsize = 0, size = 0, rank = 0;
     PMPI_Type_size(dt, &tsize);
     PMPI_Comm_size(comm, &size);
-    size_t bytes = (size_t)count * (size_t)tsize;
-    char *buf = coll_buffers(bytes, bytes * (size_t)size);
+    PMPI_Comm_rank(comm, &rank);
+    size_t bytes = (size_t)count * (size_t)tsize, all = bytes * (size_t)size;
+    if (all > INT_MAX)
+        return -E2BIG; /* SAMPI gathers a few bytes per rank */
+    char *buf = calloc(all ? all : 1, 1);
     if (!buf)
         return -ENOMEM;
-    memcpy(buf, in, bytes);
-    MPI_Request r;
-    if (PMPI_Iallgather(buf, count, dt, buf + bytes, count, dt, comm, &r) != MPI_SUCCESS) {
-        free(buf);
-        return -EIO;
-    }
-    int rc = sampi_waiter_mpi(w, &r, 1, NULL);
-    if (rc)
-        return rc; /* buf stays with the pending request */
-    memcpy(out, buf + bytes, bytes * (size_t)size);
+    memcpy(buf + bytes * (size_t)rank, in, bytes);
+    int rc = p2p_allreduce(w, SAMPI_P2P_SUB_ALLGATHER, buf, out, (int)all, MPI_BYTE, MPI_BOR, comm);
     free(buf);
-    return 0;
+    return rc;
 }
 
 int sampi_waiter_one(struct sampi_waiter *w, MPI_Request *req)
@@ -189,10 +286,11 @@ int sampi_waiter_one(struct sampi_waiter *w, MPI_Request *req)
 
 int sampi_waiter_barrier(struct sampi_waiter *w, MPI_Comm comm)
 {
-    MPI_Request r;
-    if (PMPI_Ibarrier(comm, &r) != MPI_SUCCESS)
-        return -EIO;
-    return sampi_waiter_one(w, &r);
+    if (!w)
+        return PMPI_Barrier(comm) == MPI_SUCCESS ? 0 : -EIO;
+    /* one byte, so that the exchange has messages */
+    unsigned char in = 0, out;
+    return p2p_allreduce(w, SAMPI_P2P_SUB_BARRIER, &in, &out, 1, MPI_BYTE, MPI_BOR, comm);
 }
 
 int sampi_request_cancel(MPI_Request *req)

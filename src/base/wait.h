@@ -80,11 +80,22 @@ int sampi_waiter_idle(struct sampi_waiter *w, const char *whom);
  * error gives -EIO. */
 int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const char *whom);
 
+struct sampi_p2p_allreduce;
+
+/* Wait for SAMPI's own allreduce x (p2p_allreduce.h) through w: 0 once it
+ * completed, or the wait's negative errno (-EIO when MPI failed), leaving
+ * x pending for the caller to release. */
+int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x);
+
 /* Collectives SAMPI makes on its own behalf (on its own communicators),
- * through w: 0, or the wait's negative errno.  When the wait fails, the
- * request stays pending on a private copy of the buffers, which is let go:
- * the caller's buffers are never written after the return.  w NULL: the
- * blocking PMPI collective (for callers without a communicator state). */
+ * through w: 0, or the wait's negative errno.  They run over point-to-point
+ * (p2p_allreduce.h, a tag of their own and a sequence number kept on comm),
+ * so every rank of comm must make them in the same order; a datatype or op
+ * SAMPI's kernels do not reduce goes to the PMPI nonblocking collective.
+ * When the wait fails, the pending receive is cancelled and a pending send
+ * keeps a private copy of the buffers, which is let go: the caller's
+ * buffers are never written after the return.  w NULL: the blocking PMPI
+ * collective (for callers without a communicator state). */
 int sampi_waiter_allreduce(struct sampi_waiter *w, const void *in, void *out, int count,
                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 /* count elements of dt from every rank, gathered in rank order into out. */

@@ -8,12 +8,19 @@
 #include "argcheck.h"
 #include "comm.h"
 #include "revoke.h"
+#include "rollcall.h"
 #include "sampi_internal.h"
 #include "wait.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The check's messages on c->ctl never meet a notice or a roll call's */
+_Static_assert((SAMPI_P2P_TAG(SAMPI_P2P_SUB_CHECK, 0) & 31) != SAMPI_REVOKE_TAG &&
+                   (SAMPI_P2P_TAG(SAMPI_P2P_SUB_CHECK, 0) & 31) != SAMPI_ROLLCALL_TAG &&
+                   SAMPI_P2P_TAG(SAMPI_P2P_SUB_BARRIER, ~0u) <= 32767,
+               "the p2p tags' sub-kinds 0 and 1 are the notices' and the roll call's");
 
 /* The errno each field's mismatch becomes; sampi_errno_to_mpi maps them to
  * the MPI error class Open MPI uses for the same kind of argument. */
@@ -59,15 +66,15 @@ int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
         [SAMPI_ARGCHECK_ALGORITHM] = algo,
         [SAMPI_ARGCHECK_SETTINGS] = (long long)sampi_comm_pattern_hash(c),
     };
-    if (!k->bufs && !(k->bufs = malloc(sizeof(*k->bufs))))
-        return -ENOMEM;
+    long long in[2 * SAMPI_ARGCHECK__COUNT];
     for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++) {
-        k->bufs->in[2 * f] = v[f];
-        k->bufs->in[2 * f + 1] = -v[f];
+        in[2 * f] = v[f];
+        in[2 * f + 1] = -v[f];
     }
-    if (PMPI_Iallreduce(k->bufs->in, k->bufs->out, 2 * SAMPI_ARGCHECK__COUNT, MPI_LONG_LONG,
-                        MPI_MAX, c->ctl, &k->req) != MPI_SUCCESS)
-        return -EIO;
+    int rc = sampi_p2p_allreduce_start(&k->x, in, 2 * SAMPI_ARGCHECK__COUNT, MPI_LONG_LONG, MPI_MAX,
+                                       c->ctl, SAMPI_P2P_TAG(SAMPI_P2P_SUB_CHECK, k->seq++));
+    if (rc)
+        return rc == -ENOMEM ? rc : -EIO;
     k->posted = 1;
     return 0;
 }
@@ -75,7 +82,7 @@ int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
 static void judge(struct sampi_argcheck *k)
 {
     k->judged = 1;
-    k->verdict = sampi_argcheck_judge(k->bufs->out);
+    k->verdict = sampi_argcheck_judge(sampi_p2p_allreduce_result(&k->x));
 }
 
 int sampi_argcheck_poll(struct sampi_comm *c)
@@ -84,11 +91,9 @@ int sampi_argcheck_poll(struct sampi_comm *c)
     if (!k->posted)
         return 0;
     if (!k->judged) {
-        int flag = 0;
-        if (PMPI_Test(&k->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return -EIO;
-        if (!flag)
-            return 0;
+        int rc = sampi_p2p_allreduce_test(&k->x, NULL);
+        if (rc <= 0)
+            return rc;
         judge(k);
     }
     return k->verdict;
@@ -102,7 +107,7 @@ int sampi_argcheck_finish(struct sampi_comm *c)
     if (!k->judged) {
         struct sampi_waiter w;
         sampi_comm_waiter(c, &w, "the argument check");
-        int rc = sampi_waiter_mpi(&w, &k->req, 1, NULL);
+        int rc = sampi_waiter_p2p(&w, &k->x);
         if (rc)
             return rc;
         judge(k);
@@ -118,9 +123,13 @@ int sampi_argcheck_cause(struct sampi_comm *c, int rc)
     return verdict ? verdict : rc;
 }
 
+void sampi_argcheck_init(struct sampi_argcheck *k)
+{
+    *k = (struct sampi_argcheck){0};
+    sampi_p2p_allreduce_init(&k->x);
+}
+
 void sampi_argcheck_release(struct sampi_argcheck *k)
 {
-    if (k->req == MPI_REQUEST_NULL)
-        free(k->bufs);
-    k->bufs = NULL;
+    sampi_p2p_allreduce_release(&k->x);
 }

@@ -103,7 +103,7 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
     c->comm = comm;
     c->ctl = MPI_COMM_NULL;
     c->revoke_rx = MPI_REQUEST_NULL;
-    c->check.req = MPI_REQUEST_NULL;
+    sampi_argcheck_init(&c->check);
     c->join_req[0] = c->join_req[1] = MPI_REQUEST_NULL;
     c->forced_algo = c->forced_netdev = -1;
     atomic_store(&c->last_algo, -1);
@@ -183,6 +183,13 @@ static void leave_pending(struct sampi_comm *c, struct join_bufs *j, MPI_Request
     c->join_req[1] = b;
 }
 
+/* On the user's communicator, with Open MPI's nonblocking collectives (not
+ * src/base/p2p_allreduce.c, whose messages a user's MPI_ANY_TAG receive
+ * there could take).  Running it on c->ctl instead would not keep coll/libnbc
+ * off the user's communicator: Open MPI 4.1's PMPI_Comm_idup and
+ * PMPI_Comm_dup agree on the new context id with an iallreduce on the parent
+ * (comm_cid.c, ompi_comm_allreduce_intra_nb), which registers libnbc's
+ * progress until the parent is freed; it runs once per communicator. */
 static int agree_first(struct sampi_comm *c)
 {
     struct join_bufs *j = calloc(1, sizeof(*j));

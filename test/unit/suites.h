@@ -63,5 +63,6 @@ Suite *sampi_autosel_suite(void);
 Suite *sampi_tuning_suite(void);
 Suite *sampi_wait_mode_suite(void);
 Suite *sampi_own_ranges_suite(void);
+Suite *sampi_p2p_suite(void);
 
 #endif
