@@ -68,8 +68,8 @@ else
 fi
 scene() {  # scene NAME XMPI ENTRIES [sampi_bench options]
   local name=$1 x=$2 algos=$3; shift 3
-  XMPI="${XBOX:-} $x" run1 "$name" $BNP 1M 30 30 "$algos" "$@"
-  XMPI="${XBOX:-} $x" run1 "$name" $BNP 16M 6 24 "$algos" "$@"
+  XMPI="${XBOX:-} $x" run1 "$name" $BNP 1M 30 60 "$algos" "$@"
+  XMPI="${XBOX:-} $x" run1 "$name" $BNP 16M 6 30 "$algos" "$@"
 }
 HAN="--mca coll_han_priority 100"
 LATE=(--straggler $((BNP - 1)) --delay-ms 20 --straggle-by spin)
