@@ -3,6 +3,7 @@
 # remote, one rank per core,
 #   small.json     issue 23's small calls: Open MPI direct (pmpi), SAMPI forced native, auto;
 #                  8 B and 1 KiB at p = 16 and p = 2, 3000 calls each;
+#   small-check.json  8 B with sampi_check_native=1 (the argument check before native calls);
 #   uniform.json   the cluster in a box (benchmarks/testbed/box, copied beside this plan as
 #   late.json      sampi-box.sh by ./prepare): H = 4 hosts of K = 4 ranks, every host's link
 #   degraded.json  at DEVRUN_BOX_RATE Mbit/s (default 1600: 16 MiB at 400 would not fit the remote's
@@ -25,6 +26,7 @@ step_begin 45 small
 for np in $NP 2; do
   run1 small $np 8 3000 300 pmpi,native,auto
   run1 small $np 1K 3000 300 pmpi,native,auto
+  XMPI="-x SAMPI_CHECK_NATIVE=1" run1 small-check $np 8 3000 300 pmpi,native,auto
 done
 
 H=4; [ "$NP" -lt 16 ] && H=2
