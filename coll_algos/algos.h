@@ -65,12 +65,14 @@ struct sampi_coll_host {
      * path open, its waits ending when the owner's do, the stage's failure
      * revoking it.  `part_allreduce` runs the whole of SAMPI's MPI_Allreduce
      * on `sub`, in place on `count` elements at buf of like's datatype and
-     * op, with `algo` (SAMPI_ALGO_AUTO: sub's own choice, from its own
-     * measured calls).  Each: 0 or a negative errno. */
+     * op, with `algo`; SAMPI_ALGO_AUTO: sub's own choice, from its own
+     * measured calls when `explore`, else its model's alone (the size table
+     * and what sub's tracker hints: a straggler, a degraded link).  Each: 0
+     * or a negative errno. */
     int (*agreed)(void *owner);
     int (*part)(void *owner, MPI_Comm sub, struct sampi_coll_ctx *out);
     int (*part_allreduce)(void *owner, MPI_Comm sub, void *buf, size_t count,
-                          const struct sampi_coll_args *like, enum sampi_algo_id algo);
+                          const struct sampi_coll_args *like, enum sampi_algo_id algo, int explore);
 };
 
 /* One call's context: everything an algorithm needs from the communicator,

@@ -8,9 +8,9 @@
  * Stages:   (hier_plan.h, with an example) a ring reduce-scatter inside each
  *           node over the node's own data path (shared memory), an allreduce
  *           of each shard among the ranks with the same local index, one per
- *           node (sampi_hier_inter: by default ring, or what the nodes'
- *           communicator's hint calls for), and a ring allgather inside each
- *           node.
+ *           node (sampi_hier_inter: by default what auto's model picks there
+ *           from the size table and that communicator's hints), and a ring
+ *           allgather inside each node.
  * Cost:     inside a node 2(k-1)/k n per rank; across the nodes each rank
  *           moves its shard of n/k, so a node's link carries 2(H-1)/H n in
  *           all, where a flat ring whose neighbours sit on other nodes
@@ -18,8 +18,8 @@
  * Stragglers: stage 2 runs as a call of SAMPI's own on the communicator of
  *           one rank per node: its tracker sees nodes arrive, so a late rank
  *           makes its node the predicted straggler there, and stage 2 runs
- *           StragglAR among the nodes; a degraded link makes its node the
- *           degraded rank of `optcc` there.
+ *           StragglAR among the nodes where its model says it gains; a
+ *           degraded link makes its node the degraded rank of `optcc` there.
  * Exactness: each element is reduced inside its node at one place, then
  *           across the nodes by an exact algorithm, then only copied: every
  *           rank holds the same bits.
@@ -74,31 +74,20 @@ int sampi_hier_inter_validate(const char *text, char *err, size_t errlen)
     return -EINVAL;
 }
 
-/* Whether `id` can run the shard's call c on the nodes' communicator. */
-static int shard_suits(enum sampi_algo_id id, const struct sampi_coll_args *c)
-{
-    return !sampi_algos[id].suited || sampi_algos[id].suited(c);
-}
-
-/* The algorithm among the nodes for the shard's call c (c->ctx: the nodes'
- * communicator's context, its tracker's hints in it).  `hint`: what the
- * hint calls for, else ring - measured only by the caller's auto, which
- * compares hier as a whole against the flat algorithms: an auto inside,
- * still exploring its own arms, would make hier's first samples look
- * worse than hier is. */
-static enum sampi_algo_id inter_algo(const struct sampi_coll_args *c)
+/* The algorithm among the nodes (sampi_hier_inter), and whether an `auto`
+ * there measures: `hint` is auto's model alone on the nodes' communicator
+ * (the size table, and stragglar or optcc where that communicator's
+ * tracker sees a late node or a degraded link and their models say they
+ * gain), unmeasured - the caller's auto measures hier as a whole against
+ * the flat algorithms, and an auto inside, still exploring its own arms,
+ * would make hier's first samples look worse than hier is. */
+static enum sampi_algo_id inter_algo(int *explore)
 {
     char name[32];
     sampi_cvar_text(SAMPI_CVAR_HIER_INTER, name, sizeof(name));
-    if (strcmp(name, "hint") != 0) {
-        const struct sampi_algo *x = sampi_algo_find(name);
-        return inter_allowed(name) && x ? x->id : SAMPI_ALGO_RING;
-    }
-    if (c->ctx->degraded >= 0 && shard_suits(SAMPI_ALGO_OPTCC, c))
-        return SAMPI_ALGO_OPTCC;
-    if (c->ctx->straggler >= 0 && shard_suits(SAMPI_ALGO_STRAGGLAR, c))
-        return SAMPI_ALGO_STRAGGLAR;
-    return SAMPI_ALGO_RING;
+    *explore = strcmp(name, "hint") != 0;
+    const struct sampi_algo *x = sampi_algo_find(name);
+    return *explore && inter_allowed(name) && x ? x->id : SAMPI_ALGO_AUTO;
 }
 
 static void state_destroy(void *state)
@@ -190,17 +179,9 @@ static int across_nodes(const struct sampi_coll_args *a, const struct hier_state
                         size_t len)
 {
     const struct sampi_coll_ctx *x = a->ctx;
-    struct sampi_coll_ctx cctx;
-    int rc = x->host->part(x->owner, st->cross, &cctx);
-    if (rc)
-        return rc;
-    struct sampi_coll_args c = *a;
-    c.sendbuf = MPI_IN_PLACE;
-    c.recvbuf = buf;
-    c.count = len;
-    c.comm = st->cross;
-    c.ctx = &cctx;
-    return x->host->part_allreduce(x->owner, st->cross, buf, len, a, inter_algo(&c));
+    int explore;
+    enum sampi_algo_id algo = inter_algo(&explore);
+    return x->host->part_allreduce(x->owner, st->cross, buf, len, a, algo, explore);
 }
 
 int sampi_allreduce_hier(const struct sampi_coll_args *a)

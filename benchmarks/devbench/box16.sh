@@ -22,8 +22,11 @@ RATE=${DEVRUN_BOX_RATE:-1600}
 NP=$(np_list 16); NP=${NP%% *}
 begin $NP
 
-step_begin 45 small
+# DEVRUN_BOX_ONLY=1: only the box's scenes with tuned (a short follow-up run)
+ONLY=${DEVRUN_BOX_ONLY:-0}
+[ "$ONLY" = 1 ] || step_begin 45 small
 for np in $NP 2; do
+  [ "$ONLY" = 1 ] && break
   run1 small $np 8 3000 300 pmpi,native,auto
   run1 small $np 1K 3000 300 pmpi,native,auto
   XMPI="-x SAMPI_CHECK_NATIVE=1" run1 small-check $np 8 3000 300 pmpi,native,auto
@@ -77,13 +80,13 @@ HAN="--mca coll_han_priority 100"
 LATE=(--straggler $((BNP - 1)) --delay-ms 20 --straggle-by spin)
 step_begin 300 box
 scene uniform "" native,ring,hier,auto
-scene han "$HAN" native,auto
+[ "$ONLY" = 1 ] || scene han "$HAN" native,auto
 scene late "" native,ring,hier,auto "${LATE[@]}"
-scene han "$HAN" native,auto "${LATE[@]}"
+[ "$ONLY" = 1 ] || scene han "$HAN" native,auto "${LATE[@]}"
 if [ $SHAPED = 1 ] && bash "$BOXSH" shape --name bx --rate "$RATE" \
      --degraded h$((H - 1)) --l 2 > /tmp/box-shape.out 2>&1; then
   scene degraded "" native,ring,hier,auto
-  scene han "$HAN" native,auto
+  [ "$ONLY" = 1 ] || scene han "$HAN" native,auto
 else
   log "no degraded scene: $(tail -2 /tmp/box-shape.out 2>/dev/null | tr '\n' ' ')"
 fi

@@ -297,6 +297,19 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
     if (!(allowed & arm(prior)))
         prior = SAMPI_ALGO_NATIVE;
 
+    if (c->auto_model_only) {
+        /* the model alone, and SAMPI's own algorithms only: the composed
+         * call keeps SAMPI's limit and revocation, which a PMPI_Allreduce
+         * inside would not (rhd is an arm at every size); tracked by size
+         * like a forced call, so that the hints stay fresh */
+        *call = (struct sampi_auto_call){.d = {.measure = sampi_tracker_wanted(c, bytes)}};
+        if (prior == SAMPI_ALGO_NATIVE)
+            prior = (allowed & arm(SAMPI_ALGO_RING)) &&
+                            (long long)bytes > sampi_cvar_int(SAMPI_CVAR_RHD_MAX_BYTES)
+                        ? SAMPI_ALGO_RING
+                        : SAMPI_ALGO_RHD;
+        return prior;
+    }
     /* a late rank with no straggler regime, or nobody late in one: the
      * world may be changing, so measure often until the tracker settles */
     const int late = sampi_tracker_last_late(c);

@@ -82,7 +82,8 @@ void sampi_coll_ctx_set_part_entry(sampi_part_allreduce_fn *fn)
 }
 
 static int host_part_allreduce(void *owner, MPI_Comm sub, void *buf, size_t count,
-                               const struct sampi_coll_args *like, enum sampi_algo_id algo)
+                               const struct sampi_coll_args *like, enum sampi_algo_id algo,
+                               int explore)
 {
     struct sampi_comm *s;
     int rc = part_of(owner, sub, &s);
@@ -94,6 +95,7 @@ static int host_part_allreduce(void *owner, MPI_Comm sub, void *buf, size_t coun
         s->forced_algo = (int)algo;
         s->agreed = 0;
     }
+    s->auto_model_only = !explore;
     return part_entry ? part_entry(buf, count, like->datatype, like->mpi_op, sub) : -ENOSYS;
 }
 

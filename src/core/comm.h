@@ -67,6 +67,9 @@ struct sampi_comm {
      * from the parent's private duplicate and freed with it), NULL for the
      * user's own: c's waits also end when the parent is revoked */
     struct sampi_comm *parent;
+    /* auto takes its model's choice on c without measuring (a part whose
+     * caller's auto measures the composition as a whole) */
+    int auto_model_only;
     struct sampi_comm *prev, *next; /* every live state, for MPI_Finalize */
 };
 
