@@ -87,6 +87,29 @@ int sampi_waiter_idle(struct sampi_waiter *w, const char *whom)
     return 0;
 }
 
+/* After one look at what a wait waits for: progress restarts the silence
+ * clock; silence past the slice asks the waiter (revocation, the stall
+ * warning, the limit); then the pause of the wait mode.  0 to look again,
+ * or the waiter's error. */
+static int turn(struct sampi_waiter *w, int progressed, int64_t *slice_end, unsigned *spins,
+                const char *whom)
+{
+    if (progressed) {
+        sampi_waiter_progress(w);
+        *slice_end = sampi_waiter_slice_end(w);
+        *spins = 0;
+        return 0;
+    }
+    if (sampi_now_ns() >= *slice_end) {
+        int rc = sampi_waiter_idle(w, whom);
+        if (rc)
+            return rc;
+        *slice_end = sampi_waiter_slice_end(w);
+    }
+    sampi_wait_pause(spins);
+    return 0;
+}
+
 int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const char *whom)
 {
     unsigned spins = 0;
@@ -108,19 +131,9 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
         }
         if (!left)
             return 0;
-        if (progressed) {
-            sampi_waiter_progress(w);
-            slice_end = sampi_waiter_slice_end(w);
-            spins = 0;
-            continue;
-        }
-        if (sampi_now_ns() >= slice_end) {
-            int rc = sampi_waiter_idle(w, whom);
-            if (rc)
-                return rc;
-            slice_end = sampi_waiter_slice_end(w);
-        }
-        sampi_wait_pause(&spins);
+        int rc = turn(w, progressed, &slice_end, &spins, whom);
+        if (rc)
+            return rc;
     }
 }
 
@@ -135,18 +148,8 @@ int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x)
         int rc = sampi_p2p_allreduce_test(x, &progressed);
         if (rc)
             return rc < 0 ? rc : 0;
-        if (progressed) {
-            sampi_waiter_progress(w);
-            slice_end = sampi_waiter_slice_end(w);
-            spins = 0;
-            continue;
-        }
-        if (sampi_now_ns() >= slice_end) {
-            if ((rc = sampi_waiter_idle(w, NULL)))
-                return rc;
-            slice_end = sampi_waiter_slice_end(w);
-        }
-        sampi_wait_pause(&spins);
+        if ((rc = turn(w, progressed, &slice_end, &spins, NULL)))
+            return rc;
     }
 }
 
