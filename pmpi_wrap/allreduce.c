@@ -17,8 +17,12 @@
  *           tracking exchange, and on failure the revocation and the same
  *           error class on every rank;
  *   learn   the measured cost goes to auto's selector.
- * The small-message path (`native`) costs a datatype lookup, an attribute
- * lookup and a table walk on top of PMPI_Allreduce.
+ * A call that repeats the previous one's arguments, where that one ran Open
+ * MPI's allreduce and auto (or the setting) would decide the same again,
+ * skips all of this: it takes the lane (src/core/lane.h), a key comparison
+ * and the counts before PMPI_Allreduce.  That is what a converged small call
+ * costs; the full path costs about 0.1 us more (auto's table walk, the
+ * argument checks, the attribute lookup).
  */
 #include "argcheck.h"
 #include "auto.h"
@@ -26,6 +30,7 @@
 #include "comm.h"
 #include "dtype.h"
 #include "debug_delay.h"
+#include "lane.h"
 #include "revoke.h"
 #include "select.h"
 #include "tracker.h"
@@ -123,7 +128,9 @@ struct call {
     struct sampi_comm *c;
     size_t bytes;
     enum sampi_algo_id algo;
+    int forced;                /* the algorithm was set, not auto's */
     int tracked;               /* the call is measured (tracker.h) */
+    int checked;               /* native ran the argument check first */
     struct sampi_auto_call ac; /* auto's decision, for learn */
 };
 
@@ -187,12 +194,14 @@ static int admit(struct call *k, int *rc)
     }
     /* a communicator SAMPI gave up on fails at once on every rank, a late
      * one included: never PMPI_Allreduce, which would pair with the others'
-     * previous call */
-    if (sampi_revoke_poll(c)) {
+     * previous call.  After a quiet call (settle) there is nothing to look
+     * for, which keeps Open MPI's progress engine out of a small call. */
+    if (c->revoked || (!c->quiet && sampi_revoke_poll(c))) {
         *rc = sampi_report_error(k->comm, -SAMPI_EREVOKED);
         return 0;
     }
     c->calls++;
+    c->quiet = 0;
     int jrc = sampi_comm_join(c);
     if (jrc) {
         *rc = jrc == -EINVAL ? fall_back(c, SAMPI_FALLBACK_MISMATCH, k)
@@ -219,6 +228,7 @@ static int choose(struct call *k)
         return 0;
     }
     k->algo = (enum sampi_algo_id)setting;
+    k->forced = 1;
     k->tracked = sampi_tracker_wanted(c, k->bytes);
     if (!sampi_algos[k->algo].suited || sampi_algos[k->algo].suited(&k->a))
         return 0;
@@ -246,6 +256,7 @@ static int prepare(struct call *k, int *rc)
             return 0;
         }
     } else if (sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE)) {
+        k->checked = 1;
         prc = sampi_argcheck_post(c, &k->a, SAMPI_ALGO_NATIVE);
         if (!prc)
             prc = sampi_argcheck_finish(c);
@@ -278,6 +289,21 @@ static int run(struct call *k)
     return rc;
 }
 
+/* The calls after a quiet native one that will be decided the same way, if
+ * they repeat its arguments, take a lane (lane.h): all of them where native
+ * was set, auto's up to its cell's next measured call or re-check.  Not
+ * where each call must be logged or selective reduce may take it. */
+static void open_lane(struct call *k)
+{
+    uint64_t *counter = NULL;
+    uint64_t n = k->forced ? UINT64_MAX : sampi_auto_repeats(k->c, &k->ac, &counter);
+    if (!n || sampi_log_enabled(SAMPI_LOG_CALL) || sampi_selective_may_route())
+        return;
+    const struct sampi_lane_key key = {k->comm, k->datatype, k->op, k->count,
+                                       k->sendbuf == MPI_IN_PLACE};
+    sampi_lane_open(&key, k->c, counter, n);
+}
+
 /* One ending for both branches.  `rc`: run's outcome (Open MPI's own for
  * native, which stands as it is).  A message of the wrong size points at a
  * mismatch: the check says which, the same on every rank.  A measured
@@ -287,6 +313,14 @@ static int settle(struct call *k, int rc)
     struct sampi_comm *c = k->c;
     if (rc && k->algo == SAMPI_ALGO_NATIVE)
         return sampi_report_error(k->comm, rc);
+    if (k->algo == SAMPI_ALGO_NATIVE && !k->tracked && !k->checked) {
+        /* every rank joined Open MPI's allreduce, and none of SAMPI's
+         * exchanges ran: none can have given up on c (admit) */
+        c->quiet = !c->parent;
+        if (c->quiet)
+            open_lane(k);
+        return MPI_SUCCESS;
+    }
     rc = sampi_argcheck_cause(c, rc);
     const char *where = "the data exchange";
     if (!rc && k->tracked) {
@@ -316,12 +350,36 @@ static int allreduce(struct call *k)
     return settle(k, run(k));
 }
 
+/* A call on a lane: Open MPI's allreduce, counted as the full path counts it
+ * (the lane advanced c->calls and auto's cell).  Open MPI's error, which
+ * its handler has seen, closes the lane: the next call looks again. */
+static int replay(struct sampi_comm *c, const void *sendbuf, void *recvbuf, int count,
+                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    count_call(c, SAMPI_ALGO_NATIVE, 1);
+    sampi_stat_add(&c->stats.lane, 1);
+    sampi_stat_add(&sampi_process_stats.lane, 1);
+    int rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    sampi_debug_algo_delay_apply(SAMPI_ALGO_NATIVE, sampi_algo_delayable);
+    if (rc != MPI_SUCCESS) {
+        c->quiet = 0;
+        sampi_lane_close();
+    }
+    return rc;
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
     if (!sampi_runtime_mpi_ready())
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     sampi_debug_delay_apply();
+    if (sendbuf && recvbuf && sendbuf != recvbuf) {
+        const struct sampi_lane_key key = {comm, datatype, op, count, sendbuf == MPI_IN_PLACE};
+        struct sampi_comm *c = sampi_lane_take(&key);
+        if (c)
+            return replay(c, sendbuf, recvbuf, count, datatype, op, comm);
+    }
     struct call k = {.sendbuf = sendbuf,
                      .recvbuf = recvbuf,
                      .count = count,

@@ -4,6 +4,7 @@
 #include "sampi_autoconf.h"
 
 #include "comm.h"
+#include "lane.h"
 #include "sampi.h"
 #include "sampi_internal.h"
 #include "wrap.h"
@@ -34,6 +35,7 @@ int sampi_comm_set_algorithm(MPI_Comm comm, const char *algorithm)
     struct sampi_comm *c = state_of(comm, 1);
     if (!c)
         return MPI_ERR_COMM;
+    sampi_lane_close_all(); /* the next calls decide again */
     if (!algorithm || !*algorithm) {
         c->forced_algo = -1;
         return MPI_SUCCESS;

@@ -21,6 +21,7 @@
  * to duplicates (comm.c), whatever MPI_Comm_get_info reports for them.
  */
 #include "comm.h"
+#include "lane.h"
 #include "sampi.h"
 #include "sampi_internal.h"
 #include "wrap.h"
@@ -96,6 +97,7 @@ int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
         c->mismatch = 0;
     }
     apply_hints(comm, info);
+    sampi_lane_close_all(); /* the next calls decide again */
     return rc;
 }
 

@@ -349,6 +349,14 @@ static int rank_text(const struct sampi_autosel_cell *cell, char *buf, size_t le
     return 0;
 }
 
+uint64_t sampi_auto_repeats(struct sampi_comm *c, const struct sampi_auto_call *call,
+                            uint64_t **calls)
+{
+    if (!call->active || !c->autosel)
+        return 0;
+    return sampi_autosel_repeats(&c->autosel->sel, &call->in, &call->d, calls);
+}
+
 void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, double cost_ns)
 {
     if (!call->active || !c->autosel)

@@ -27,6 +27,12 @@ struct sampi_auto_call {
 enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
                                      struct sampi_auto_call *call);
 
+/* How many calls after `call` auto decides the same way, unmeasured, if
+ * their arguments and c's state are the same (sampi_autosel_repeats); 0
+ * where the selector did not take the decision. */
+uint64_t sampi_auto_repeats(struct sampi_comm *c, const struct sampi_auto_call *call,
+                            uint64_t **calls);
+
 /* The measured cost (time from the last arrival to completion, agreed
  * across ranks) of a call decided by sampi_auto_decide. */
 void sampi_auto_learn(struct sampi_comm *c, const struct sampi_auto_call *call, double cost_ns);

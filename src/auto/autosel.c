@@ -260,6 +260,13 @@ static struct sampi_autosel_cell *cell_of(struct sampi_autosel *s, int bucket,
     return *slot;
 }
 
+/* A converged cell measures one call in this many. */
+static uint64_t period_of(const struct sampi_autosel_cell *c, const struct sampi_autosel_input *in)
+{
+    return (uint64_t)(in->unsettled ? period_by_size(in->bytes)
+                                    : sampi_autosel_period(in->bytes, c->converged_ns));
+}
+
 int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_input *in,
                          struct sampi_autosel_decision *out)
 {
@@ -306,12 +313,26 @@ int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_inp
         out->exploring = 1;
     } else {
         out->algo = c->choice;
-        int period = in->unsettled ? period_by_size(in->bytes)
-                                   : sampi_autosel_period(in->bytes, c->converged_ns);
-        out->measure = c->calls % (uint64_t)period == 0;
+        out->measure = c->calls % period_of(c, in) == 0;
     }
     c->measured += out->measure;
     return 0;
+}
+
+uint64_t sampi_autosel_repeats(struct sampi_autosel *s, const struct sampi_autosel_input *in,
+                               const struct sampi_autosel_decision *d, uint64_t **calls)
+{
+    struct sampi_autosel_cell *c = cell_of(s, d->bucket, in->regime, 0);
+    if (!c || d->measure || d->exploring || c->state != SAMPI_CELL_CONVERGED ||
+        in->regime != s->last_regime || c->allowed != in->allowed || c->calls >= c->recheck_at)
+        return 0;
+    /* the calls before the next measured one and before the re-check */
+    const uint64_t period = period_of(c, in);
+    uint64_t n = period - c->calls % period;
+    if (c->recheck_at - c->calls < n)
+        n = c->recheck_at - c->calls;
+    *calls = &c->calls;
+    return n - 1;
 }
 
 int sampi_autosel_note(struct sampi_autosel *s, const struct sampi_autosel_input *in, int algo,

@@ -125,6 +125,14 @@ void sampi_autosel_free(struct sampi_autosel *s);
 int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_input *in,
                          struct sampi_autosel_decision *out);
 
+/* How many calls after the one just decided (*d, from *in) the cell decides
+ * the same way, unmeasured, if their input is the same: the calls before its
+ * next measured call and before its re-check; 0 where the cell is not
+ * converged or *d was measured.  *calls: the cell's count of calls, which
+ * each of those calls must advance (lane.h). */
+uint64_t sampi_autosel_repeats(struct sampi_autosel *s, const struct sampi_autosel_input *in,
+                               const struct sampi_autosel_decision *d, uint64_t **calls);
+
 /* A measured call of `algo` in the cell of `in` cost cost_ns (the time from
  * the last arrival to completion).  Returns 1 when the cell converged with
  * this sample, else 0. */

@@ -203,6 +203,14 @@ int sampi_cvar_parse(enum sampi_cvar_id id, const char *text, long long *value, 
     return -EINVAL;
 }
 
+/* every successful sampi_cvar_set (lane.h: a write closes the lanes) */
+static _Atomic uint64_t writes;
+
+uint64_t sampi_cvar_writes(void)
+{
+    return atomic_load_explicit(&writes, memory_order_acquire);
+}
+
 int sampi_cvar_set(enum sampi_cvar_id id, const char *text, char *err, size_t errlen)
 {
     long long v = 0;
@@ -217,6 +225,7 @@ int sampi_cvar_set(enum sampi_cvar_id id, const char *text, char *err, size_t er
         v = atomic_fetch_add(&generations, 1) + 1;
     }
     atomic_store(&int_values[id], v);
+    atomic_fetch_add_explicit(&writes, 1, memory_order_acq_rel);
     return 0;
 }
 

@@ -87,6 +87,8 @@ int sampi_cvar_set(enum sampi_cvar_id id, const char *text, char *err, size_t er
  * that changes at every write (a generation), so that code deriving something
  * from the text can cache it and re-derive only when this changes. */
 long long sampi_cvar_int(enum sampi_cvar_id id);
+/* How many times sampi_cvar_set succeeded so far (any variable). */
+uint64_t sampi_cvar_writes(void);
 /* Current value as text (enum item name, string, or decimal integer) into buf. */
 const char *sampi_cvar_text(enum sampi_cvar_id id, char *buf, size_t len);
 /* "SAMPI_ALGORITHM" for SAMPI_CVAR_ALGORITHM. */

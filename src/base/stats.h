@@ -39,6 +39,7 @@ struct sampi_stats {
     _Atomic uint64_t errors;
     _Atomic uint64_t revocations;   /* communicators SAMPI gave up on (revoke.h) */
     _Atomic uint64_t native_chosen; /* calls[native] that auto or the user chose (not fallbacks) */
+    _Atomic uint64_t lane;          /* of those, calls that took the lane (src/core/lane.h) */
     /* Arrival of the ranks, as the data path observes it: see
      * sampi_stats_note_arrival. */
     _Atomic uint64_t arrival_samples;     /* calls with an observation */

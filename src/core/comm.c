@@ -2,6 +2,7 @@
  * comm.c - per-communicator state as a cached attribute.
  */
 #include "comm.h"
+#include "lane.h"
 #include "revoke.h"
 #include "rollcall.h"
 #include "wait.h"
@@ -22,6 +23,7 @@ static size_t n_owners;
 
 static void state_free(struct sampi_comm *c)
 {
+    sampi_lane_close_all(); /* a lane may point to c */
     pthread_mutex_lock(&list_lock);
     if (c->prev)
         c->prev->next = c->next;

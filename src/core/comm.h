@@ -35,10 +35,15 @@ struct sampi_comm {
     int forced_algo;   /* -1: follow sampi_algorithm */
     int forced_netdev; /* -1: follow sampi_netdev */
     struct sampi_netdev *nd;
-    int nd_tried;          /* the data path was set up (or failed) */
-    int agreed;            /* the configuration check has run since it was last armed */
-    int mismatch;          /* ranks disagree on the configuration: use PMPI */
-    int revoked;           /* 0, or why SAMPI gave up on it (a negative errno, revoke.h) */
+    int nd_tried; /* the data path was set up (or failed) */
+    int agreed;   /* the configuration check has run since it was last armed */
+    int mismatch; /* ranks disagree on the configuration: use PMPI */
+    int revoked;  /* 0, or why SAMPI gave up on it (a negative errno, revoke.h) */
+    /* 1 after a call that only Open MPI's allreduce ran and every rank
+     * joined: no rank can have given up on c since (only SAMPI's own
+     * exchanges give up), so the next call need not look for a revocation
+     * notice (pmpi_wrap/allreduce.c admit, settle) */
+    int quiet;
     _Atomic int last_algo; /* -1 before the first call */
     uint64_t calls;        /* MPI_Allreduce calls SAMPI took on c, for messages */
     uint64_t seq;          /* calls that used the data path */

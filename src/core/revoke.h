@@ -8,7 +8,10 @@
  * communicator's private duplicate (c->ctl, a tag no other exchange uses)
  * and stops all of SAMPI's exchanges on it.  Every rank keeps one receive
  * for such notices posted from the communicator's first call on and looks at
- * it when a call starts and at least every SAMPI_WAIT_POLL_MS while it waits:
+ * it when a call starts and at least every SAMPI_WAIT_POLL_MS while it waits
+ * (not at the start of a call after one that only Open MPI's allreduce ran:
+ * every rank joined that one, so none had given up, and only SAMPI's own
+ * exchanges give up; c->quiet):
  * a rank that waits for the one that gave up, or arrives late at a call the
  * others abandoned, learns of it without waiting out any limit.  From then
  * on every MPI_Allreduce on that communicator returns the same error at once

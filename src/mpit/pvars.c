@@ -89,6 +89,11 @@ static void fetch_errors(struct sampi_comm *c, void *out, int n)
     fetch_one(&stats_of(c)->errors, out, n);
 }
 
+static void fetch_lane_calls(struct sampi_comm *c, void *out, int n)
+{
+    fetch_one(&stats_of(c)->lane, out, n);
+}
+
 static void fetch_arrival_samples(struct sampi_comm *c, void *out, int n)
 {
     fetch_one(&stats_of(c)->arrival_samples, out, n);

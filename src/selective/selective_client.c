@@ -632,6 +632,11 @@ static int chosen_comm(MPI_Comm comm)
     return result == MPI_CONGRUENT || result == MPI_IDENT;
 }
 
+int sampi_selective_may_route(void)
+{
+    return sampi_cvar_int(SAMPI_CVAR_SELECTIVE_MODE) == MODE_ALLREDUCE;
+}
+
 int sampi_selective_route(const struct sampi_coll_args *a, int *rc)
 {
     if (sampi_cvar_int(SAMPI_CVAR_SELECTIVE_MODE) != MODE_ALLREDUCE || !S.active || S.finished ||

@@ -58,6 +58,10 @@ int sampi_selective_finish(void);
  * code; 0 to let the normal path run it. */
 int sampi_selective_route(const struct sampi_coll_args *a, int *rc);
 
+/* 1 where sampi_selective_route may take calls (sampi_selective_mode is
+ * allreduce): then no call may bypass it (lane.h). */
+int sampi_selective_may_route(void);
+
 /* One partial allreduce: buf (count elements of a's datatype, in place)
  * becomes scale x the weighted average over the group.  0 or a negative
  * errno. */

@@ -17,6 +17,15 @@
  *       BYTES N").  PHASE "fresh" expects the first call to explore;
  *       "seeded" expects none (the table came from the file), and auto.test
  *       checks that it ran the algorithm the file names.
+ *   auto_check lane       8-byte sums on a duplicate of MPI_COMM_WORLD, each
+ *       checked, the lane's count (sampi_comm_lane_calls) the same on every
+ *       rank after each step:
+ *       1. 6000 calls under auto: at least half take the lane, not all (auto
+ *          still measures, and every rank leaves the lane at the same call);
+ *       2. a control variable written through MPI_T: the next call does not
+ *          take the lane, and one of the 9 after it does again;
+ *       3. sampi_comm_set_algorithm(ring): the next call runs ring;
+ *       4. native forced: of 1000 calls, all but the first take it.
  */
 #include "mpitest.h"
 #include "sampi.h"
@@ -174,6 +183,85 @@ static void tuning(const char *phase)
     }
 }
 
+/* One checked sum of two ints on comm. */
+static void small_call(MPI_Comm comm, int k)
+{
+    int buf[2] = {rank + k, 1};
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, 2, MPI_INT, MPI_SUM, comm);
+    if (rc != MPI_SUCCESS || buf[0] != size * (size - 1) / 2 + size * k || buf[1] != size)
+        mt_fail(&st, "small call %d: rc %d, got %d %d", k, rc, buf[0], buf[1]);
+}
+
+/* comm's lane count (sampi_comm_lane_calls, from a handle started when
+ * the communicator was made), checked to be the same on every rank. */
+static MPI_T_pvar_session lane_session;
+static MPI_T_pvar_handle lane_handle;
+
+static void lane_counter_start(MPI_Comm comm)
+{
+    int idx, n;
+    if (MPI_T_pvar_get_index("sampi_comm_lane_calls", MPI_T_PVAR_CLASS_COUNTER, &idx) !=
+            MPI_SUCCESS ||
+        MPI_T_pvar_session_create(&lane_session) != MPI_SUCCESS ||
+        MPI_T_pvar_handle_alloc(lane_session, idx, &comm, &lane_handle, &n) != MPI_SUCCESS ||
+        MPI_T_pvar_start(lane_session, lane_handle) != MPI_SUCCESS)
+        mt_fail(&st, "no handle on sampi_comm_lane_calls");
+}
+
+static unsigned long long lane_calls(const char *when)
+{
+    unsigned long long mine = ~0ull, lo, hi;
+    MPI_T_pvar_read(lane_session, lane_handle, &mine);
+    PMPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi)
+        mt_fail(&st, "%s: lane calls differ across ranks (%llu..%llu)", when, lo, hi);
+    return mine;
+}
+
+static void lane(void)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    lane_counter_start(comm);
+    int k = 0;
+    for (int i = 0; i < 6000; i++)
+        small_call(comm, k++);
+    unsigned long long n = lane_calls("auto");
+    if (n < 3000 || n >= 6000)
+        mt_fail(&st, "auto: %llu of 6000 calls took the lane (want 3000..5999)", n);
+    if (rank == 0)
+        printf("auto_check: %llu of 6000 calls took the lane\n", n);
+
+    if (set_text_cvar("sampi_debug_algo_delay", "") != MPI_SUCCESS)
+        mt_fail(&st, "writing sampi_debug_algo_delay failed");
+    small_call(comm, k++);
+    unsigned long long m = lane_calls("after a write");
+    if (m != n)
+        mt_fail(&st, "the call after a variable was written took the lane");
+    for (int i = 0; i < 9; i++)
+        small_call(comm, k++);
+    if (lane_calls("after a write, 9 calls") == m)
+        mt_fail(&st, "no call took the lane again after a variable was written");
+
+    sampi_comm_set_algorithm(comm, "ring");
+    m = lane_calls("before ring");
+    small_call(comm, k++);
+    if (strcmp(sampi_comm_last_algorithm(comm), "ring") != 0 || lane_calls("ring") != m)
+        mt_fail(&st, "set to ring, the call ran %s", sampi_comm_last_algorithm(comm));
+
+    sampi_comm_set_algorithm(comm, "native");
+    m = lane_calls("before native");
+    for (int i = 0; i < 1000; i++)
+        small_call(comm, k++);
+    if (lane_calls("native") - m != 999)
+        mt_fail(&st, "native forced: %llu of 1000 calls took the lane (want 999)",
+                lane_calls("native") - m);
+    MPI_T_pvar_handle_free(lane_session, &lane_handle);
+    MPI_T_pvar_session_free(&lane_session);
+    MPI_Comm_free(&comm);
+}
+
 int main(int argc, char **argv)
 {
     size = mt_start(&st, "auto_check", &argc, &argv, 1);
@@ -181,10 +269,12 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "learn";
     if (strcmp(mode, "learn") == 0)
         learn();
+    else if (strcmp(mode, "lane") == 0)
+        lane();
     else if (strcmp(mode, "tuning") == 0 && argc > 2)
         tuning(argv[2]);
     else
-        mt_fail(&st, "usage: auto_check learn | tuning fresh|seeded");
+        mt_fail(&st, "usage: auto_check learn | lane | tuning fresh|seeded");
     char name[64];
     snprintf(name, sizeof(name), "auto_check %s np=%d", mode, size);
     int ok = mt_verdict(&st, name, !st.local_bad);

@@ -386,13 +386,86 @@ START_TEST(buckets_and_periods)
 }
 END_TEST
 
+START_TEST(repeats_are_decided_alike)
+{
+    /* Rank a decides every call; rank b decides, then skips the calls that
+     * sampi_autosel_repeats says repeat (advancing the cell's count as a
+     * lane does).  Every skipped call must be one a decided unmeasured on
+     * the same arm; every call b decides, a decides the same way; the
+     * counts agree at the end.  Costs change on the way (a drift, a regime
+     * change), so the cells converge, re-check and measure at every period. */
+    struct sampi_autosel a, b;
+    struct world w = {.rng = 5, .noise = 0.2};
+    sampi_autosel_init(&a);
+    sampi_autosel_init(&b);
+    w.base[SAMPI_ALGO_NATIVE] = 400;
+    w.base[SAMPI_ALGO_RHD] = 900;
+    w.base[SAMPI_ALGO_RING] = 3000;
+    uint64_t skip = 0, skipped = 0;
+    struct sampi_autosel_decision da, db = {0};
+    for (int i = 0; i < 200000; i++) {
+        if (i == 60000)
+            w.base[SAMPI_ALGO_NATIVE] = 2000; /* drift: rhd wins for a while */
+        if (i == 120000)
+            w.base[SAMPI_ALGO_NATIVE] = 300;
+        enum sampi_regime r = (i / 70000) % 2 ? SAMPI_REGIME_STRAGGLER : SAMPI_REGIME_NONE;
+        struct sampi_autosel_input in = input(8, r, ARMS3);
+        ck_assert_int_eq(sampi_autosel_decide(&a, &in, &da), 0);
+        double c = cost(&w, da.algo);
+        if (da.measure)
+            sampi_autosel_note(&a, &in, da.algo, c);
+        if (skip) {
+            ck_assert_int_eq(da.measure, 0);
+            ck_assert_int_eq(da.exploring, 0);
+            ck_assert_int_eq(da.algo, db.algo);
+            skip--;
+            skipped++;
+            continue;
+        }
+        ck_assert_int_eq(sampi_autosel_decide(&b, &in, &db), 0);
+        ck_assert_int_eq(da.algo, db.algo);
+        ck_assert_int_eq(da.measure, db.measure);
+        if (db.measure)
+            sampi_autosel_note(&b, &in, db.algo, c);
+        uint64_t *calls = NULL;
+        uint64_t n = sampi_autosel_repeats(&b, &in, &db, &calls);
+        if (n) {
+            ck_assert_ptr_nonnull(calls);
+            ck_assert_int_eq(db.measure, 0);
+        }
+        /* the lane's part: the skipped calls count in b's cell.  A regime
+         * changes only at a measured call, so a lane never spans one: here
+         * it may not cross the test's own change at every 70000th call. */
+        if (n && i + (int)n < 200000 && (i + (int)n) / 70000 == i / 70000) {
+            *calls += n;
+            skip = n;
+        }
+    }
+    ck_assert_uint_gt(skipped, 150000); /* most calls skip */
+    for (int bk = 0; bk < SAMPI_AUTOSEL_BUCKETS; bk++)
+        for (int r = 0; r < SAMPI_REGIME__COUNT; r++) {
+            const struct sampi_autosel_cell *ca = a.cell[bk][r], *cb = b.cell[bk][r];
+            ck_assert((ca == NULL) == (cb == NULL));
+            if (!ca)
+                continue;
+            ck_assert_uint_eq(ca->calls, cb->calls);
+            ck_assert_uint_eq(ca->measured, cb->measured);
+            ck_assert_int_eq(ca->choice, cb->choice);
+        }
+    ck_assert_uint_eq(a.regime_changes, b.regime_changes);
+    sampi_autosel_free(&a);
+    sampi_autosel_free(&b);
+}
+END_TEST
+
 Suite *sampi_autosel_suite(void)
 {
-    return UNIT_SUITE("autosel",
-                      {.name = "core",
-                       UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
-                                  hopeless_arms_wait_for_a_change, regime_change_explores_again,
-                                  drift_explores_again, same_inputs_same_decisions,
-                                  outliers_do_not_flip_the_choice, one_arm_is_not_explored,
-                                  seeded_cell_starts_converged, buckets_and_periods)});
+    return UNIT_SUITE(
+        "autosel",
+        {.name = "core",
+         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
+                    hopeless_arms_wait_for_a_change, regime_change_explores_again,
+                    drift_explores_again, same_inputs_same_decisions,
+                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
+                    seeded_cell_starts_converged, buckets_and_periods, repeats_are_decided_alike)});
 }

@@ -58,6 +58,7 @@ Suite *sampi_selective_suite(void);
 Suite *sampi_optireduce_suite(void);
 Suite *sampi_dgram_suite(void);
 Suite *sampi_module_suite(void);
+Suite *sampi_lane_suite(void);
 Suite *sampi_optireduce_repair_suite(void);
 Suite *sampi_autosel_suite(void);
 Suite *sampi_tuning_suite(void);
