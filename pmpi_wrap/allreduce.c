@@ -352,7 +352,7 @@ static int allreduce(struct call *k)
 
 /* A call on a lane: Open MPI's allreduce, counted as the full path counts it
  * (the lane advanced c->calls and auto's cell).  Open MPI's error, which
- * its handler has seen, closes the lane: the next call looks again. */
+ * its handler has seen, closes c's lanes: the next call looks again. */
 static int replay(struct sampi_comm *c, const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -361,10 +361,8 @@ static int replay(struct sampi_comm *c, const void *sendbuf, void *recvbuf, int 
     sampi_stat_add(&sampi_process_stats.lane, 1);
     int rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     sampi_debug_algo_delay_apply(SAMPI_ALGO_NATIVE, sampi_algo_delayable);
-    if (rc != MPI_SUCCESS) {
-        c->quiet = 0;
-        sampi_lane_close();
-    }
+    if (rc != MPI_SUCCESS)
+        c->quiet = 0; /* closes c's lanes */
     return rc;
 }
 

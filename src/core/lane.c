@@ -1,9 +1,9 @@
 /*
  * lane.c - sampi_lane_* (lane.h).
  *
- * The lane is thread-local, so taking it needs no lock; what closes every
- * thread's lane at once is a process-wide epoch, and the control variables'
- * count of writes, which a lane remembers from its opening.
+ * Lanes are thread-local, so taking one needs no lock; what closes every
+ * thread's lanes at once is a process-wide epoch, and the control
+ * variables' count of writes, which a lane remembers from its opening.
  */
 #include "lane.h"
 #include "comm.h"
@@ -17,48 +17,71 @@ struct lane {
     struct sampi_lane_key key;
     struct sampi_comm *c;
     uint64_t *counter;
+    uint64_t expect; /* *counter as the lane's last call left it */
     uint64_t left;   /* calls it may still take */
-    uint64_t calls;  /* c->calls as its last call left it */
     uint64_t epoch;  /* `epoch` at the opening */
     uint64_t writes; /* sampi_cvar_writes() at the opening */
 };
 
-/* initial-exec: a lookup of the thread's lane costs one load, not a call */
-static _Thread_local struct lane lane __attribute__((tls_model("initial-exec")));
+/* A few per thread, so that a program alternating two calls (two sizes, two
+ * communicators) keeps both.  initial-exec: a lookup costs loads, not a
+ * call. */
+#define LANES 4
+static _Thread_local struct lane lanes[LANES] __attribute__((tls_model("initial-exec")));
+static _Thread_local unsigned lane_next __attribute__((tls_model("initial-exec")));
+
+static int same_key(const struct sampi_lane_key *a, const struct sampi_lane_key *b)
+{
+    return a->comm == b->comm && a->count == b->count && a->datatype == b->datatype &&
+           a->op == b->op && a->in_place == b->in_place;
+}
 
 void sampi_lane_open(const struct sampi_lane_key *key, struct sampi_comm *c, uint64_t *counter,
                      uint64_t n)
 {
-    lane = (struct lane){.key = *key,
-                         .c = c,
-                         .counter = counter,
-                         .left = n,
-                         .calls = c->calls,
-                         .epoch = atomic_load_explicit(&epoch, memory_order_acquire),
-                         .writes = sampi_cvar_writes()};
+    struct lane *l = NULL;
+    for (int i = 0; i < LANES && !l; i++)
+        if (same_key(&lanes[i].key, key))
+            l = &lanes[i];
+    if (!l)
+        l = &lanes[lane_next++ % LANES];
+    *l = (struct lane){.key = *key,
+                       .c = c,
+                       .counter = counter,
+                       .expect = counter ? *counter : 0,
+                       .left = n,
+                       .epoch = atomic_load_explicit(&epoch, memory_order_acquire),
+                       .writes = sampi_cvar_writes()};
+}
+
+/* Still valid: nothing closed every lane, c is still quiet (a call of SAMPI's
+ * on it since could have been given up on), and no other call advanced the
+ * count the decisions follow (another key of the same cell, another
+ * thread). */
+static int valid(const struct lane *l)
+{
+    return l->epoch == atomic_load_explicit(&epoch, memory_order_acquire) &&
+           l->writes == sampi_cvar_writes() && l->c->quiet &&
+           (!l->counter || *l->counter == l->expect);
 }
 
 struct sampi_comm *sampi_lane_take(const struct sampi_lane_key *key)
 {
-    if (!lane.left || key->comm != lane.key.comm || key->count != lane.key.count ||
-        key->datatype != lane.key.datatype || key->op != lane.key.op ||
-        key->in_place != lane.key.in_place)
-        return NULL;
-    if (lane.epoch != atomic_load_explicit(&epoch, memory_order_acquire) ||
-        lane.writes != sampi_cvar_writes() || lane.c->calls != lane.calls) {
-        lane.left = 0;
-        return NULL;
+    for (int i = 0; i < LANES; i++) {
+        struct lane *l = &lanes[i];
+        if (!l->left || !same_key(&l->key, key))
+            continue;
+        if (!valid(l)) {
+            l->left = 0;
+            return NULL;
+        }
+        l->left--;
+        l->c->calls++;
+        if (l->counter)
+            l->expect = ++*l->counter;
+        return l->c;
     }
-    lane.left--;
-    lane.calls = ++lane.c->calls;
-    if (lane.counter)
-        ++*lane.counter;
-    return lane.c;
-}
-
-void sampi_lane_close(void)
-{
-    lane.left = 0;
+    return NULL;
 }
 
 void sampi_lane_close_all(void)

@@ -14,16 +14,19 @@
  *
  * Worked example: 8-byte calls at p = 2, cell converged on native with a
  * period of 2048, at its call 4097 (4096 was measured).  The full path
- * decides 4097 and opens a lane of 2046 calls (4098..4143 ... 6143); 6144
+ * decides 4097 and opens a lane of 2046 calls (4098 to 6143); 6144
  * comes back to the full path, is measured, and the call after it opens the
  * next lane.  Every rank counts the same calls, so every rank measures 6144.
  *
  * A lane closes (the next call takes the full path) when its calls are used
- * up, when a call differs in any part of the key, when any control variable
- * is written (MPI_T, sampi_cvar_set), when any communicator's state is freed
- * or its settings change (sampi_lane_close_all), and when another call on the
- * communicator went by without it (another thread's: c->calls moved).
- * Lanes are per thread.
+ * up, when any control variable is written (MPI_T, sampi_cvar_set), when any
+ * communicator's state is freed or its settings change
+ * (sampi_lane_close_all), when the communicator is no longer quiet (a call of
+ * SAMPI's own ran on it, or Open MPI's failed: c->quiet), and when another
+ * call advanced the count auto's decisions follow (another size in the same
+ * cell, another thread's call).  A call that differs in its key goes the
+ * full path and leaves the lane open.  Each thread keeps a few lanes, so
+ * that a program alternating two calls keeps both.
  */
 #ifndef SAMPI_LANE_H
 #define SAMPI_LANE_H
@@ -49,13 +52,10 @@ struct sampi_lane_key {
 void sampi_lane_open(const struct sampi_lane_key *key, struct sampi_comm *c, uint64_t *counter,
                      uint64_t n);
 
-/* The state of the call's communicator if the call takes this thread's
- * lane (then its counts were advanced: c->calls and the owner's counter),
- * NULL for the full path. */
+/* The state of the call's communicator if the call takes one of this
+ * thread's lanes (then its counts were advanced: c->calls and the owner's
+ * counter), NULL for the full path. */
 struct sampi_comm *sampi_lane_take(const struct sampi_lane_key *key);
-
-/* This thread's lane closes. */
-void sampi_lane_close(void);
 
 /* Every thread's lane closes (a state freed, a setting changed). */
 void sampi_lane_close_all(void);

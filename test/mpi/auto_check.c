@@ -22,6 +22,8 @@
  *       rank after each step:
  *       1. 6000 calls under auto: at least half take the lane, not all (auto
  *          still measures, and every rank leaves the lane at the same call);
+ *          two sizes alternating with a call on another communicator: at
+ *          least half of them too;
  *       2. a control variable written through MPI_T: the next call does not
  *          take the lane, and one of the 9 after it does again;
  *       3. sampi_comm_set_algorithm(ring): the next call runs ring;
@@ -183,13 +185,14 @@ static void tuning(const char *phase)
     }
 }
 
-/* One checked sum of two ints on comm. */
-static void small_call(MPI_Comm comm, int k)
+/* One checked sum of n ints (n <= 4) on comm. */
+static void small_call(MPI_Comm comm, int k, int n)
 {
-    int buf[2] = {rank + k, 1};
-    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, 2, MPI_INT, MPI_SUM, comm);
-    if (rc != MPI_SUCCESS || buf[0] != size * (size - 1) / 2 + size * k || buf[1] != size)
-        mt_fail(&st, "small call %d: rc %d, got %d %d", k, rc, buf[0], buf[1]);
+    int buf[4] = {rank + k, 1, 2, 3};
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT, MPI_SUM, comm);
+    if (rc != MPI_SUCCESS || buf[0] != size * (size - 1) / 2 + size * k || buf[1] != size ||
+        (n > 2 && buf[2] != 2 * size))
+        mt_fail(&st, "small call %d of %d ints: rc %d, got %d %d", k, n, rc, buf[0], buf[1]);
 }
 
 /* comm's lane count (sampi_comm_lane_calls, from a handle started when
@@ -226,34 +229,49 @@ static void lane(void)
     lane_counter_start(comm);
     int k = 0;
     for (int i = 0; i < 6000; i++)
-        small_call(comm, k++);
+        small_call(comm, k++, 2);
     unsigned long long n = lane_calls("auto");
     if (n < 3000 || n >= 6000)
         mt_fail(&st, "auto: %llu of 6000 calls took the lane (want 3000..5999)", n);
     if (rank == 0)
         printf("auto_check: %llu of 6000 calls took the lane\n", n);
 
+    /* two sizes alternating on comm, and a call on another communicator
+     * between them: each keeps its own lane */
+    MPI_Comm other;
+    MPI_Comm_dup(MPI_COMM_WORLD, &other);
+    for (int i = 0; i < 3000; i++) {
+        small_call(comm, k, 2);
+        small_call(comm, k, 4);
+        small_call(other, k++, 2);
+    }
+    MPI_Comm_free(&other);
+    unsigned long long two = lane_calls("two sizes") - n;
+    if (two < 3000)
+        mt_fail(&st, "two sizes alternating: %llu of 6000 calls took a lane (want 3000..)", two);
+    n += two;
+
     if (set_text_cvar("sampi_debug_algo_delay", "") != MPI_SUCCESS)
         mt_fail(&st, "writing sampi_debug_algo_delay failed");
-    small_call(comm, k++);
+    small_call(comm, k++, 2);
     unsigned long long m = lane_calls("after a write");
     if (m != n)
         mt_fail(&st, "the call after a variable was written took the lane");
     for (int i = 0; i < 9; i++)
-        small_call(comm, k++);
+        small_call(comm, k++, 2);
     if (lane_calls("after a write, 9 calls") == m)
         mt_fail(&st, "no call took the lane again after a variable was written");
 
     sampi_comm_set_algorithm(comm, "ring");
     m = lane_calls("before ring");
-    small_call(comm, k++);
+    small_call(comm, k++, 2);
     if (strcmp(sampi_comm_last_algorithm(comm), "ring") != 0 || lane_calls("ring") != m)
         mt_fail(&st, "set to ring, the call ran %s", sampi_comm_last_algorithm(comm));
 
     sampi_comm_set_algorithm(comm, "native");
     m = lane_calls("before native");
     for (int i = 0; i < 1000; i++)
-        small_call(comm, k++);
+        small_call(comm, k++, 2);
     if (lane_calls("native") - m != 999)
         mt_fail(&st, "native forced: %llu of 1000 calls took the lane (want 999)",
                 lane_calls("native") - m);

@@ -1,7 +1,7 @@
 /*
- * check_lane.c - the lane (src/core/lane.c): which calls may take it, and
- * what closes it.  A communicator's state is a zeroed struct here: the lane
- * reads only its count of calls.
+ * check_lane.c - the lanes (src/core/lane.c): which calls may take one, and
+ * what closes it.  A communicator's state is a struct here: a lane reads only
+ * c->quiet and advances c->calls.
  */
 #include "comm.h"
 #include "config.h"
@@ -21,7 +21,7 @@ static const struct sampi_lane_key key = {COMM, TYPE, OP, 2, 0};
 
 START_TEST(takes_exactly_n_calls)
 {
-    struct sampi_comm c = {.calls = 7};
+    struct sampi_comm c = {.calls = 7, .quiet = 1};
     uint64_t counter = 100;
     sampi_lane_open(&key, &c, &counter, 3);
     for (int i = 0; i < 3; i++)
@@ -34,7 +34,7 @@ END_TEST
 
 START_TEST(every_part_of_the_key_counts)
 {
-    struct sampi_comm c = {0};
+    struct sampi_comm c = {.quiet = 1};
     const struct sampi_lane_key other[] = {
         {(MPI_Comm)OTHER, TYPE, OP, 2, 0},
         {COMM, (MPI_Datatype)OTHER, OP, 2, 0},
@@ -52,9 +52,31 @@ START_TEST(every_part_of_the_key_counts)
 }
 END_TEST
 
+START_TEST(two_calls_alternating_keep_their_lanes)
+{
+    struct sampi_comm c = {.quiet = 1}, d = {.quiet = 1};
+    uint64_t cell8 = 0, cell16 = 0;
+    const struct sampi_lane_key k16 = {COMM, TYPE, OP, 4, 0},
+                                kd = {(MPI_Comm)OTHER, TYPE, OP, 2, 0};
+    sampi_lane_open(&key, &c, &cell8, 10);
+    sampi_lane_open(&k16, &c, &cell16, 10);
+    sampi_lane_open(&kd, &d, NULL, 10);
+    for (int i = 0; i < 10; i++) {
+        ck_assert_ptr_eq(sampi_lane_take(&key), &c);
+        ck_assert_ptr_eq(sampi_lane_take(&k16), &c);
+        ck_assert_ptr_eq(sampi_lane_take(&kd), &d);
+    }
+    ck_assert_uint_eq(cell8, 10);
+    ck_assert_uint_eq(cell16, 10);
+    ck_assert_uint_eq(c.calls, 20);
+    ck_assert_uint_eq(d.calls, 10);
+}
+END_TEST
+
 START_TEST(closed_by_writes_frees_and_other_calls)
 {
-    struct sampi_comm c = {0};
+    struct sampi_comm c = {.quiet = 1};
+    uint64_t cell = 0;
     char err[256];
     sampi_lane_open(&key, &c, NULL, UINT64_MAX);
     ck_assert_ptr_eq(sampi_lane_take(&key), &c);
@@ -66,12 +88,17 @@ START_TEST(closed_by_writes_frees_and_other_calls)
     sampi_lane_close_all();
     ck_assert_ptr_null(sampi_lane_take(&key));
 
+    /* a call of SAMPI's on c since: a peer may have given up */
     sampi_lane_open(&key, &c, NULL, UINT64_MAX);
-    c.calls++; /* a call on c that did not take the lane (another thread's) */
+    c.quiet = 0;
+    ck_assert_ptr_null(sampi_lane_take(&key));
+    c.quiet = 1;
     ck_assert_ptr_null(sampi_lane_take(&key));
 
-    sampi_lane_open(&key, &c, NULL, UINT64_MAX);
-    sampi_lane_close();
+    /* another call advanced the cell (another size in it, another thread) */
+    sampi_lane_open(&key, &c, &cell, UINT64_MAX);
+    ck_assert_ptr_eq(sampi_lane_take(&key), &c);
+    cell++;
     ck_assert_ptr_null(sampi_lane_take(&key));
 
     /* a failed write changes nothing */
@@ -85,5 +112,6 @@ Suite *sampi_lane_suite(void)
 {
     return UNIT_SUITE("lane", {.name = "core",
                                UNIT_TESTS(takes_exactly_n_calls, every_part_of_the_key_counts,
+                                          two_calls_alternating_keep_their_lanes,
                                           closed_by_writes_frees_and_other_calls)});
 }
