@@ -280,7 +280,7 @@ int sampi_config_load(void)
     return rejected;
 }
 
-uint32_t sampi_config_pattern_hash(void)
+static uint32_t pattern_hash(void)
 {
     /* Every variable whose MPI_T scope says it must be the same on all ranks
      * (cvars.def marks what shapes the message pattern ALL_EQ); verbosity,
@@ -295,5 +295,23 @@ uint32_t sampi_config_pattern_hash(void)
             h = (h ^ (unsigned char)*c) * 16777619u;
         h = (h ^ 0xff) * 16777619u;
     }
+    return h;
+}
+
+uint32_t sampi_config_pattern_hash(void)
+{
+    /* Formatting every value costs a microsecond, and the argument check asks
+     * at every call it runs: the hash is kept with the count of writes it was
+     * computed after, both in one word (the high half: that count + 1, so
+     * that 0 means none), so that a thread reads a matching pair.  Read
+     * before computing, the count can only be older than the values: then
+     * the next call computes again. */
+    static _Atomic uint64_t kept;
+    const uint64_t tag = (sampi_cvar_writes() + 1) & 0xffffffffu;
+    uint64_t k = atomic_load_explicit(&kept, memory_order_acquire);
+    if (k >> 32 == tag)
+        return (uint32_t)k;
+    uint32_t h = pattern_hash();
+    atomic_store_explicit(&kept, tag << 32 | h, memory_order_release);
     return h;
 }

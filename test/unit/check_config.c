@@ -163,8 +163,14 @@ START_TEST(pattern_hash_tracks_pattern_only)
     uint32_t h0 = sampi_config_pattern_hash();
     ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_VERBOSE, "2", err, sizeof(err)), 0);
     ck_assert_uint_eq(sampi_config_pattern_hash(), h0);
+    char was[64];
+    sampi_cvar_text(SAMPI_CVAR_SEGMENT_BYTES, was, sizeof(was));
     ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_SEGMENT_BYTES, "128k", err, sizeof(err)), 0);
-    ck_assert_uint_ne(sampi_config_pattern_hash(), h0);
+    uint32_t h1 = sampi_config_pattern_hash();
+    ck_assert_uint_ne(h1, h0);
+    ck_assert_uint_eq(sampi_config_pattern_hash(), h1); /* kept, asked again */
+    ck_assert_int_eq(sampi_cvar_set(SAMPI_CVAR_SEGMENT_BYTES, was, err, sizeof(err)), 0);
+    ck_assert_uint_eq(sampi_config_pattern_hash(), h0); /* a write computes it again */
 }
 END_TEST
 
