@@ -186,6 +186,22 @@ static int cheapest(const struct sampi_autosel_cell *c, double *median)
     return best;
 }
 
+/* At the end of a re-check: the arm the cell ran before, unless another beats
+ * it by more than the margin.  Two arms within noise of each other (ring
+ * and rhd on 64 KiB at 2 ranks) would otherwise trade places at re-checks,
+ * each switch starting the re-check period over, and so measuring more. */
+static int incumbent_or_cheapest(const struct sampi_autosel_cell *c, double *median)
+{
+    int best = cheapest(c, median);
+    const int was = c->choice;
+    if (was >= 0 && was != best && has(c->candidates, was) && c->arm[was].n > 0 &&
+        sampi_arm_median(&c->arm[was]) <= (1 + SAMPI_AUTOSEL_MARGIN) * *median) {
+        *median = sampi_arm_median(&c->arm[was]);
+        return was;
+    }
+    return best;
+}
+
 /* Samples a candidate needs before the first cut: 2 when the cell is new,
  * 1 at a re-check (the winner has its samples; a loser that one sample shows
  * hopeless again leaves at once, which keeps re-checks cheap). */
@@ -217,7 +233,7 @@ static int judge(struct sampi_autosel_cell *c)
                 c->candidates &= ~(1u << a);
     }
     if (all_sampled(c, SAMPI_AUTOSEL_FULL_SAMPLES)) {
-        best = cheapest(c, &best_ns);
+        best = incumbent_or_cheapest(c, &best_ns);
         for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
             if (has(c->candidates, a) && a != best &&
                 sampi_arm_median(&c->arm[a]) > (1 + SAMPI_AUTOSEL_MARGIN) * best_ns &&

@@ -458,14 +458,40 @@ START_TEST(repeats_are_decided_alike)
 }
 END_TEST
 
+START_TEST(equal_arms_do_not_trade_places)
+{
+    /* ring and rhd cost the same within 10% noise (64 KiB at p = 2): the
+     * cell keeps whichever won first instead of switching at re-checks,
+     * each switch starting the re-check period over */
+    struct sampi_autosel s;
+    struct world w = {.rng = 3, .noise = 0.1};
+    sampi_autosel_init(&s);
+    w.base[SAMPI_ALGO_NATIVE] = 30e3;
+    w.base[SAMPI_ALGO_RHD] = 18e3;
+    w.base[SAMPI_ALGO_RING] = 18e3;
+    struct sampi_autosel_input in = input(65536, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    int last = -1, switches = 0;
+    for (int i = 0; i < 100000; i++) {
+        step(&s, &w, &in, &d);
+        if (d.exploring)
+            continue;
+        switches += last >= 0 && d.algo != last;
+        last = d.algo;
+    }
+    ck_assert_int_le(switches, 1);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
 Suite *sampi_autosel_suite(void)
 {
-    return UNIT_SUITE(
-        "autosel",
-        {.name = "core",
-         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
-                    hopeless_arms_wait_for_a_change, regime_change_explores_again,
-                    drift_explores_again, same_inputs_same_decisions,
-                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
-                    seeded_cell_starts_converged, buckets_and_periods, repeats_are_decided_alike)});
+    return UNIT_SUITE("autosel",
+                      {.name = "core",
+                       UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
+                                  hopeless_arms_wait_for_a_change, regime_change_explores_again,
+                                  drift_explores_again, same_inputs_same_decisions,
+                                  outliers_do_not_flip_the_choice, one_arm_is_not_explored,
+                                  seeded_cell_starts_converged, buckets_and_periods,
+                                  repeats_are_decided_alike, equal_arms_do_not_trade_places)});
 }
