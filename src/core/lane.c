@@ -23,12 +23,14 @@ struct lane {
     uint64_t writes; /* sampi_cvar_writes() at the opening */
 };
 
-/* A few per thread, so that a program alternating two calls (two sizes, two
- * communicators) keeps both.  initial-exec: a lookup costs loads, not a
+/* A few per thread, so that a program cycling through several calls (the
+ * sizes of a step's reductions, two communicators) keeps them all; the one
+ * taken last is looked at first.  initial-exec: a lookup costs loads, not a
  * call. */
-#define LANES 4
+#define LANES 8
 static _Thread_local struct lane lanes[LANES] __attribute__((tls_model("initial-exec")));
 static _Thread_local unsigned lane_next __attribute__((tls_model("initial-exec")));
+static _Thread_local unsigned lane_last __attribute__((tls_model("initial-exec")));
 
 static int same_key(const struct sampi_lane_key *a, const struct sampi_lane_key *b)
 {
@@ -67,10 +69,12 @@ static int valid(const struct lane *l)
 
 struct sampi_comm *sampi_lane_take(const struct sampi_lane_key *key)
 {
-    for (int i = 0; i < LANES; i++) {
-        struct lane *l = &lanes[i];
+    for (unsigned i = 0; i < LANES; i++) {
+        const unsigned at = (lane_last + i) % LANES;
+        struct lane *l = &lanes[at];
         if (!l->left || !same_key(&l->key, key))
             continue;
+        lane_last = at;
         if (!valid(l)) {
             l->left = 0;
             return NULL;

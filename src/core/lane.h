@@ -25,8 +25,8 @@
  * SAMPI's own ran on it, or Open MPI's failed: c->quiet), and when another
  * call advanced the count auto's decisions follow (another size in the same
  * cell, another thread's call).  A call that differs in its key goes the
- * full path and leaves the lane open.  Each thread keeps a few lanes, so
- * that a program alternating two calls keeps both.
+ * full path and leaves the lane open.  Each thread keeps eight lanes, so
+ * that a program cycling through a few calls keeps them all.
  */
 #ifndef SAMPI_LANE_H
 #define SAMPI_LANE_H

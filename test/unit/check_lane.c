@@ -73,6 +73,24 @@ START_TEST(two_calls_alternating_keep_their_lanes)
 }
 END_TEST
 
+START_TEST(eight_calls_in_a_cycle_keep_their_lanes)
+{
+    /* a step's reductions of 1..8 elements, again and again */
+    struct sampi_comm c = {.quiet = 1};
+    struct sampi_lane_key k[8];
+    for (int i = 0; i < 8; i++) {
+        k[i] = (struct sampi_lane_key){COMM, TYPE, OP, i + 1, 0};
+        sampi_lane_open(&k[i], &c, NULL, 100);
+    }
+    for (int round = 0; round < 100; round++)
+        for (int i = 0; i < 8; i++)
+            ck_assert_ptr_eq(sampi_lane_take(&k[i]), &c);
+    for (int i = 0; i < 8; i++)
+        ck_assert_ptr_null(sampi_lane_take(&k[i])); /* each used up */
+    ck_assert_uint_eq(c.calls, 800);
+}
+END_TEST
+
 START_TEST(closed_by_writes_frees_and_other_calls)
 {
     struct sampi_comm c = {.quiet = 1};
@@ -113,5 +131,6 @@ Suite *sampi_lane_suite(void)
     return UNIT_SUITE("lane", {.name = "core",
                                UNIT_TESTS(takes_exactly_n_calls, every_part_of_the_key_counts,
                                           two_calls_alternating_keep_their_lanes,
+                                          eight_calls_in_a_cycle_keep_their_lanes,
                                           closed_by_writes_frees_and_other_calls)});
 }
