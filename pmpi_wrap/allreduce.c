@@ -289,6 +289,13 @@ static int run(struct call *k)
     return rc;
 }
 
+/* What a call must repeat to take a lane. */
+static struct sampi_lane_key lane_key(const void *sendbuf, int count, MPI_Datatype datatype,
+                                      MPI_Op op, MPI_Comm comm)
+{
+    return (struct sampi_lane_key){comm, datatype, op, count, sendbuf == MPI_IN_PLACE};
+}
+
 /* The calls after a quiet native one that will be decided the same way, if
  * they repeat its arguments, take a lane (lane.h): all of them where native
  * was set, auto's up to its cell's next measured call or re-check.  Not
@@ -299,8 +306,7 @@ static void open_lane(struct call *k)
     uint64_t n = k->forced ? UINT64_MAX : sampi_auto_repeats(k->c, &k->ac, &counter);
     if (!n || sampi_log_enabled(SAMPI_LOG_CALL) || sampi_selective_may_route())
         return;
-    const struct sampi_lane_key key = {k->comm, k->datatype, k->op, k->count,
-                                       k->sendbuf == MPI_IN_PLACE};
+    const struct sampi_lane_key key = lane_key(k->sendbuf, k->count, k->datatype, k->op, k->comm);
     sampi_lane_open(&key, k->c, counter, n);
 }
 
@@ -373,7 +379,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     sampi_debug_delay_apply();
     if (sendbuf && recvbuf && sendbuf != recvbuf) {
-        const struct sampi_lane_key key = {comm, datatype, op, count, sendbuf == MPI_IN_PLACE};
+        const struct sampi_lane_key key = lane_key(sendbuf, count, datatype, op, comm);
         struct sampi_comm *c = sampi_lane_take(&key);
         if (c)
             return replay(c, sendbuf, recvbuf, count, datatype, op, comm);

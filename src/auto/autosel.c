@@ -338,9 +338,11 @@ int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_inp
 uint64_t sampi_autosel_repeats(struct sampi_autosel *s, const struct sampi_autosel_input *in,
                                const struct sampi_autosel_decision *d, uint64_t **calls)
 {
+    /* just decided from *in: the selector's regime and the cell's arms are
+     * in's, and a converged cell is before its re-check */
     struct sampi_autosel_cell *c = cell_of(s, d->bucket, in->regime, 0);
     if (!c || d->measure || d->exploring || c->state != SAMPI_CELL_CONVERGED ||
-        in->regime != s->last_regime || c->allowed != in->allowed || c->calls >= c->recheck_at)
+        c->calls >= c->recheck_at)
         return 0;
     /* the calls before the next measured one and before the re-check */
     const uint64_t period = period_of(c, in);
