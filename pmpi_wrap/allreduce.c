@@ -128,15 +128,30 @@ struct call {
     struct sampi_comm *c;
     size_t bytes;
     enum sampi_algo_id algo;
-    int forced;                /* the algorithm was set, not auto's */
-    int tracked;               /* the call is measured (tracker.h) */
-    int checked;               /* native ran the argument check first */
+    int forced;  /* the algorithm was set, not auto's */
+    int tracked; /* the call is measured (tracker.h) */
+    int checked; /* native ran the argument check first */
+    /* run by a progress thread for a nonblocking call (progress.c): errors
+     * come back as a class for the request's status, never through the
+     * handler here, and Open MPI's allreduce runs on SAMPI's duplicate, in
+     * the order of the communicator's calls */
+    int nb;
     struct sampi_auto_call ac; /* auto's decision, for learn */
 };
 
+/* The class a failed call returns: through comm's error handler for a
+ * blocking call, as it is for a nonblocking one (its request's status). */
+static int report(const struct call *k, int neg_errno)
+{
+    if (!k->nb)
+        return sampi_report_error(k->comm, neg_errno);
+    return neg_errno ? sampi_errno_to_mpi(neg_errno) : MPI_SUCCESS;
+}
+
 static int pmpi(const struct call *k)
 {
-    return PMPI_Allreduce(k->sendbuf, k->recvbuf, k->count, k->datatype, k->op, k->comm);
+    MPI_Comm comm = k->nb && k->c && k->c->ctl != MPI_COMM_NULL ? k->c->ctl : k->comm;
+    return PMPI_Allreduce(k->sendbuf, k->recvbuf, k->count, k->datatype, k->op, comm);
 }
 
 static int fall_back(struct sampi_comm *c, int why, const struct call *k)
@@ -145,7 +160,7 @@ static int fall_back(struct sampi_comm *c, int why, const struct call *k)
     describe_call(k->datatype, k->op, what, sizeof(what));
     int rc = sampi_comm_note_fallback(c, (enum sampi_fallback_reason)why, what);
     if (rc)
-        return sampi_report_error(k->comm, rc);
+        return report(k, rc);
     if (c)
         count_call(c, SAMPI_ALGO_NATIVE, 0);
     if (sampi_log_enabled(SAMPI_LOG_CALL)) {
@@ -155,6 +170,8 @@ static int fall_back(struct sampi_comm *c, int why, const struct call *k)
     }
     return pmpi(k);
 }
+
+static int enter(struct call *k, int *rc);
 
 /* Whether SAMPI takes the call: 1 with k ready to choose, or 0 with *rc
  * the call's outcome (answered here, or by PMPI_Allreduce). */
@@ -185,27 +202,38 @@ static int admit(struct call *k, int *rc)
         *rc = fall_back(NULL, SAMPI_FALLBACK_COMM, k);
         return 0;
     }
-    struct sampi_comm *c = k->c;
     if (k->count == 0) { /* as Open MPI: nothing to reduce, no communication */
-        count_call(c, SAMPI_ALGO_NATIVE, 1);
-        log_call(c, &k->a, SAMPI_ALGO_NATIVE);
+        count_call(k->c, SAMPI_ALGO_NATIVE, 1);
+        log_call(k->c, &k->a, SAMPI_ALGO_NATIVE);
         *rc = MPI_SUCCESS;
         return 0;
     }
+    /* the nonblocking calls posted before this one on c come first (MPI's
+     * order of a communicator's collectives) */
+    sampi_comm_wait_pending(k->c);
+    return enter(k, rc);
+}
+
+/* The part of admitting a call that runs where the call runs (a progress
+ * thread's for a nonblocking one): the communicator's revocation, the
+ * first call's agreement, the call context.  1, or 0 with *rc the outcome. */
+static int enter(struct call *k, int *rc)
+{
+    struct sampi_comm *c = k->c;
     /* a communicator SAMPI gave up on fails at once on every rank, a late
      * one included: never PMPI_Allreduce, which would pair with the others'
      * previous call.  After a quiet call (settle) there is nothing to look
      * for, which keeps Open MPI's progress engine out of a small call. */
     if (c->revoked || (!c->quiet && sampi_revoke_poll(c))) {
-        *rc = sampi_report_error(k->comm, -SAMPI_EREVOKED);
+        *rc = report(k, -SAMPI_EREVOKED);
         return 0;
     }
     c->calls++;
     c->quiet = 0;
     int jrc = sampi_comm_join(c);
     if (jrc) {
-        *rc = jrc == -EINVAL ? fall_back(c, SAMPI_FALLBACK_MISMATCH, k)
-                             : sampi_report_error(k->comm, -SAMPI_EREVOKED);
+        *rc =
+            jrc == -EINVAL ? fall_back(c, SAMPI_FALLBACK_MISMATCH, k) : report(k, -SAMPI_EREVOKED);
         return 0;
     }
     sampi_coll_ctx_fill(c, &k->ctx); /* what suited and auto read */
@@ -264,7 +292,7 @@ static int prepare(struct call *k, int *rc)
             sampi_revoke(c, prc, "the argument check");
     }
     if (prc) {
-        *rc = sampi_report_error(k->comm, failure(c));
+        *rc = report(k, failure(c));
         return 0;
     }
     count_call(c, k->algo, 1);
@@ -310,6 +338,14 @@ static void open_lane(struct call *k)
     sampi_lane_open(&key, k->c, counter, n);
 }
 
+/* The class of Open MPI's error code from its allreduce. */
+static int native_class(int code)
+{
+    int cls = MPI_ERR_OTHER;
+    PMPI_Error_class(code, &cls);
+    return cls;
+}
+
 /* One ending for both branches.  `rc`: run's outcome (Open MPI's own for
  * native, which stands as it is).  A message of the wrong size points at a
  * mismatch: the check says which, the same on every rank.  A measured
@@ -318,8 +354,8 @@ static int settle(struct call *k, int rc)
 {
     struct sampi_comm *c = k->c;
     if (rc && k->algo == SAMPI_ALGO_NATIVE)
-        return sampi_report_error(k->comm, rc);
-    if (k->algo == SAMPI_ALGO_NATIVE && !k->tracked && !k->checked) {
+        return k->nb ? native_class(rc) : sampi_report_error(k->comm, rc);
+    if (k->algo == SAMPI_ALGO_NATIVE && !k->tracked && !k->checked && !k->nb) {
         /* every rank joined Open MPI's allreduce, and none of SAMPI's
          * exchanges ran: none can have given up on c (admit) */
         c->quiet = !c->parent;
@@ -339,7 +375,20 @@ static int settle(struct call *k, int rc)
     if (!rc)
         return MPI_SUCCESS;
     sampi_revoke(c, rc, where); /* no-op when a notice came first */
-    return sampi_report_error(k->comm, failure(c));
+    return report(k, failure(c));
+}
+
+/* What follows admitting a call: the algorithm, and the call itself. */
+static int run_admitted(struct call *k)
+{
+    int rc;
+    if ((rc = choose(k)))
+        return report(k, rc);
+    if (k->tracked)
+        sampi_tracker_begin(k->c);
+    if (!prepare(k, &rc))
+        return rc;
+    return settle(k, run(k));
 }
 
 static int allreduce(struct call *k)
@@ -347,13 +396,7 @@ static int allreduce(struct call *k)
     int rc = MPI_SUCCESS;
     if (!admit(k, &rc))
         return rc;
-    if ((rc = choose(k)))
-        return sampi_report_error(k->comm, rc);
-    if (k->tracked)
-        sampi_tracker_begin(k->c);
-    if (!prepare(k, &rc))
-        return rc;
-    return settle(k, run(k));
+    return run_admitted(k);
 }
 
 /* A call on a lane: Open MPI's allreduce, counted as the full path counts it
@@ -407,4 +450,21 @@ int sampi_allreduce_part(void *buf, size_t count, MPI_Datatype datatype, MPI_Op 
     if (allreduce(&k) == MPI_SUCCESS)
         return 0;
     return k.c && k.c->revoked ? k.c->revoked : -EIO;
+}
+
+int sampi_allreduce_nb(const struct sampi_nb_args *n)
+{
+    struct call k = {.sendbuf = n->sendbuf,
+                     .recvbuf = n->recvbuf,
+                     .count = n->count,
+                     .datatype = n->datatype,
+                     .op = n->op,
+                     .comm = n->comm,
+                     .a = n->a,
+                     .c = n->c,
+                     .nb = 1};
+    int rc = MPI_SUCCESS;
+    if (!enter(&k, &rc))
+        return rc;
+    return run_admitted(&k);
 }

@@ -12,13 +12,14 @@
  * sentinels; they are translated to the C constants here.
  */
 #include "sampi_internal.h"
+#include "wrap.h"
 
 #include <mpi.h>
 
 extern int mpi_fortran_in_place_ __attribute__((weak));
 extern int mpi_fortran_bottom_ __attribute__((weak));
 
-static void *fortran_buffer(char *buf)
+void *sampi_fortran_buffer(char *buf)
 {
     if (&mpi_fortran_in_place_ && buf == (char *)&mpi_fortran_in_place_)
         return MPI_IN_PLACE;
@@ -33,8 +34,9 @@ void ompi_allreduce_f(char *sendbuf, char *recvbuf, MPI_Fint *count, MPI_Fint *d
 void ompi_allreduce_f(char *sendbuf, char *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                       MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = MPI_Allreduce(fortran_buffer(sendbuf), fortran_buffer(recvbuf), (int)*count,
-                           PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+    int rc =
+        MPI_Allreduce(sampi_fortran_buffer(sendbuf), sampi_fortran_buffer(recvbuf), (int)*count,
+                      PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }

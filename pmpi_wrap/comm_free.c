@@ -29,7 +29,13 @@ static unsigned next_slot;
 int MPI_Comm_free(MPI_Comm *comm)
 {
     MPI_Comm before = comm ? *comm : MPI_COMM_NULL;
+    struct sampi_comm *c = NULL;
     int rc;
+    /* MPI: the collectives pending on a freed communicator complete
+     * normally; SAMPI's progress thread finishes them first, with no lock
+     * of Open MPI's held (the state goes in the attribute's delete) */
+    if (before != MPI_COMM_NULL && sampi_runtime_mpi_ready() && sampi_comm_get(before, 0, &c) == 0)
+        sampi_comm_wait_pending(c);
     if (before != MPI_COMM_NULL && sampi_runtime_mpi_ready() && sampi_comm_outlives(before)) {
         /* Collectives SAMPI could not finish are still pending on it, and
          * Open MPI would progress them on a freed communicator when the late

@@ -20,6 +20,9 @@
 #include "coll_ctx.h"
 #include "comm.h"
 #include "node.h"
+#include "pin.h"
+#include "progress.h"
+#include "progress_mode.h"
 #include "revoke.h"
 #include "sampi_internal.h"
 #include "tracker.h"
@@ -45,6 +48,7 @@ static void release_tracker(struct sampi_comm *c)
 static const struct sampi_comm_owner comm_owners[] = {
     {.release = release_tracker},
     {.release = sampi_auto_release, .pattern_hash = sampi_auto_tuning_hash},
+    {.release = sampi_progress_release},
 };
 
 static void load_config(void)
@@ -66,12 +70,54 @@ static void resolve_wait_mode(int collective)
     sampi_wait_mode_resolve(&f);
 }
 
-int sampi_runtime_mpi_start(void)
+/* This process's own progress decision, made before MPI_Init. */
+static enum sampi_progress_mode local_progress = SAMPI_PROGRESS_CALLS;
+static char local_progress_why[300] = "not decided before MPI_Init";
+
+int sampi_runtime_wants_threads(void)
+{
+    int set = (int)sampi_cvar_int(SAMPI_CVAR_PROGRESS);
+    if (set == SAMPI_PROGRESS_AUTO) {
+        struct sampi_progress_facts f;
+        char why[240];
+        sampi_pin_progress_facts(&f);
+        local_progress = sampi_progress_mode_decide(&f, why, sizeof(why));
+        snprintf(local_progress_why, sizeof(local_progress_why), "auto: %s", why);
+    } else {
+        local_progress =
+            set == SAMPI_PROGRESS_THREAD ? SAMPI_PROGRESS_THREAD : SAMPI_PROGRESS_CALLS;
+        snprintf(local_progress_why, sizeof(local_progress_why), "set by sampi_progress");
+    }
+    return local_progress == SAMPI_PROGRESS_THREAD;
+}
+
+/* Thread only where every rank can: a nonblocking call runs SAMPI's
+ * algorithm on every rank or Open MPI's on every rank, never both. */
+static void resolve_progress_mode(int thread_level)
+{
+    int mine = local_progress == SAMPI_PROGRESS_THREAD && thread_level == MPI_THREAD_MULTIPLE;
+    int all = 0;
+    if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        all = 0;
+    char why[400];
+    if (local_progress == SAMPI_PROGRESS_THREAD && thread_level != MPI_THREAD_MULTIPLE)
+        snprintf(why, sizeof(why), "%s; but Open MPI gave no MPI_THREAD_MULTIPLE",
+                 local_progress_why);
+    else
+        snprintf(why, sizeof(why), "%s", local_progress_why);
+    sampi_progress_mode_resolve(local_progress, all, why);
+    if (sampi_progress_mode_now() == SAMPI_PROGRESS_THREAD)
+        sampi_progress_place();
+}
+
+int sampi_runtime_mpi_start(int thread_level)
 {
     int initialized = 0;
     PMPI_Initialized(&initialized);
-    if (initialized && !sampi_wait_mode_resolved())
+    if (initialized && !sampi_wait_mode_resolved()) {
         resolve_wait_mode(1);
+        resolve_progress_mode(thread_level);
+    }
     return sampi_runtime_mpi_ready();
 }
 
@@ -99,17 +145,19 @@ int sampi_runtime_mpi_ready(void)
         if (sampi_comm_init(comm_owners, sizeof(comm_owners) / sizeof(comm_owners[0])) == 0) {
             atomic_store_explicit(&mpi_ready, 1, memory_order_release);
             if (rank == 0) {
-                char algo[64], nd[64], wait[400];
+                char algo[64], nd[64], wait[400], progress[700];
                 Dl_info dl;
                 const char *lib = dladdr((void *)sampi_runtime_mpi_ready, &dl) && dl.dli_fname
                                       ? dl.dli_fname
                                       : "(location unknown)";
                 sampi_log(SAMPI_LOG_INFO,
-                          "SAMPI %s (%s) active on %d rank%s: algorithm=%s netdev=%s wait=%s",
+                          "SAMPI %s (%s) active on %d rank%s: algorithm=%s netdev=%s wait=%s "
+                          "progress=%s",
                           PACKAGE_VERSION, lib, size, size == 1 ? "" : "s",
                           sampi_cvar_text(SAMPI_CVAR_ALGORITHM, algo, sizeof(algo)),
                           sampi_cvar_text(SAMPI_CVAR_NETDEV, nd, sizeof(nd)),
-                          sampi_wait_mode_describe(wait, sizeof(wait)));
+                          sampi_wait_mode_describe(wait, sizeof(wait)),
+                          sampi_progress_mode_describe(progress, sizeof(progress)));
             }
         }
     }
@@ -135,6 +183,13 @@ void sampi_runtime_fini(void)
 {
     if (!atomic_load(&mpi_ready))
         return;
+    /* MPI: every collective completes before MPI_Finalize */
+    sampi_progress_finish_all();
+    uint64_t live = sampi_nb_live_requests();
+    if (live)
+        sampi_log_warn("MPI_Finalize: %llu request%s of MPI_Iallreduce never completed by "
+                       "MPI_Wait/MPI_Test or freed by MPI_Request_free (the call%s finished)",
+                       (unsigned long long)live, live == 1 ? "" : "s", live == 1 ? "" : "s");
     log_summary();
     sampi_comm_free_all();
     sampi_auto_tuning_save();

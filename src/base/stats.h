@@ -40,6 +40,12 @@ struct sampi_stats {
     _Atomic uint64_t revocations;   /* communicators SAMPI gave up on (revoke.h) */
     _Atomic uint64_t native_chosen; /* calls[native] that auto or the user chose (not fallbacks) */
     _Atomic uint64_t lane;          /* of those, calls that took the lane (src/core/lane.h) */
+    /* nonblocking and persistent allreduce calls (pmpi_wrap/iallreduce.c):
+     * run by SAMPI's progress threads, and left to Open MPI's own
+     * nonblocking allreduce (progress mode calls, or calls SAMPI does not
+     * take); not in calls[] */
+    _Atomic uint64_t nb_calls;
+    _Atomic uint64_t nb_native;
     /* Arrival of the ranks, as the data path observes it: see
      * sampi_stats_note_arrival. */
     _Atomic uint64_t arrival_samples;     /* calls with an observation */

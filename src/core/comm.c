@@ -6,6 +6,7 @@
 #include "revoke.h"
 #include "rollcall.h"
 #include "wait.h"
+#include "wait_mode.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
@@ -245,6 +246,13 @@ static int agree_first(struct sampi_comm *c)
     /* SAMPI reads every error on its own communicator itself */
     PMPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
     return sampi_revoke_arm(c);
+}
+
+void sampi_comm_wait_pending(struct sampi_comm *c)
+{
+    unsigned spins = 0;
+    while (atomic_load_explicit(&c->nb_pending, memory_order_acquire))
+        sampi_wait_pause(&spins);
 }
 
 int sampi_comm_outlives(MPI_Comm comm)

@@ -75,6 +75,11 @@ struct sampi_comm {
     /* auto takes its model's choice on c without measuring (a part whose
      * caller's auto measures the composition as a whole) */
     int auto_model_only;
+    /* nonblocking calls posted on c that its progress thread has not
+     * finished (pmpi_wrap/progress.c): a blocking call, MPI_Comm_free and
+     * MPI_Finalize wait until none is left (sampi_comm_wait_pending) */
+    _Atomic uint64_t nb_pending;
+    struct sampi_nb_queue *nbq;     /* progress.c's queue and thread, NULL before */
     struct sampi_comm *prev, *next; /* every live state, for MPI_Finalize */
 };
 
@@ -99,6 +104,11 @@ int sampi_comm_join(struct sampi_comm *c);
  * MPI_Comm_free must not free it (pmpi_wrap/comm_free.c keeps it, and drops
  * SAMPI's state).  0 otherwise, also once they completed. */
 int sampi_comm_outlives(MPI_Comm comm);
+/* Wait until c's progress thread finished every nonblocking call posted on c
+ * (c->nb_pending is 0): they come first in the communicator's order.  The
+ * thread needs nothing of the caller, so the wait ends by itself. */
+void sampi_comm_wait_pending(struct sampi_comm *c);
+
 /* Free SAMPI's state of `comm` now (its attribute's delete callback). */
 void sampi_comm_drop_state(MPI_Comm comm);
 

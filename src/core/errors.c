@@ -37,6 +37,7 @@ int sampi_errno_to_mpi(int neg_errno)
         {EMSGSIZE, MPI_ERR_COUNT},
         {EIO, MPI_ERR_OTHER},
         {EFAULT, MPI_ERR_BUFFER},
+        {EBUSY, MPI_ERR_REQUEST}, /* a persistent request started while active */
         {SAMPI_EMISMATCH_COUNT, MPI_ERR_COUNT},
         {SAMPI_EMISMATCH_TYPE, MPI_ERR_TYPE},
         {SAMPI_EMISMATCH_OP, MPI_ERR_OP},

@@ -10,6 +10,7 @@
 #include "stats.h"
 #include "stragglar_model.h"
 #include "tracker.h"
+#include "progress_mode.h"
 #include "wait_mode.h"
 
 #include <mpi.h>
@@ -107,6 +108,24 @@ static void fetch_arrival_skew_sum(struct sampi_comm *c, void *out, int n)
 static void fetch_arrival_skew_max(struct sampi_comm *c, void *out, int n)
 {
     fetch_one(&stats_of(c)->arrival_skew_max_ns, out, n);
+}
+
+static void fetch_nb_calls(struct sampi_comm *c, void *out, int n)
+{
+    fetch_one(&stats_of(c)->nb_calls, out, n);
+}
+
+static void fetch_nb_native(struct sampi_comm *c, void *out, int n)
+{
+    fetch_one(&stats_of(c)->nb_native, out, n);
+}
+
+static void fetch_progress_mode(struct sampi_comm *c, void *out, int n)
+{
+    (void)c;
+    int *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = (int)sampi_progress_mode_now();
 }
 
 static void fetch_wait_mode(struct sampi_comm *c, void *out, int n)

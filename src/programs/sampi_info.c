@@ -20,6 +20,7 @@
 #include "netdev.h"
 #include "pin.h"
 #include "sampi.h"
+#include "progress_mode.h"
 #include "wait_mode.h"
 
 #include <mpi.h>
@@ -598,6 +599,8 @@ static void print_header(int mpi_up)
     /* this process's: under mpirun, rank 0's view of its node */
     field("Wait mode", "%s",
           mpi_up ? sampi_wait_mode_describe(detail, sizeof(detail)) : "not decided (no MPI)");
+    field("Progress", "%s",
+          mpi_up ? sampi_progress_mode_describe(detail, sizeof(detail)) : "not decided (no MPI)");
 
     path("Data path mpi", mpi_up ? 0 : -1,
          mpi_up ? "PMPI point-to-point on a private communicator; always built"

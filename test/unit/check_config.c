@@ -176,16 +176,20 @@ END_TEST
 
 START_TEST(pin_lists)
 {
-    unsigned long long m;
-    ck_assert_int_eq(sampi_pin_parse_list("0,2-3", &m, err, sizeof(err)), 0);
-    ck_assert_uint_eq(m, 0xd);
-    ck_assert_int_eq(sampi_pin_parse_list("63", &m, err, sizeof(err)), 0);
-    ck_assert_uint_eq(m, 1ULL << 63);
-    const char *bad[] = {"", "a", "1-", "3-1", "64", "1,,2", "1;2", "-1"};
+    hwloc_bitmap_t m = hwloc_bitmap_alloc();
+    ck_assert_int_eq(sampi_pin_parse_list("0,2-3", m, err, sizeof(err)), 0);
+    ck_assert_int_eq(hwloc_bitmap_weight(m), 3);
+    ck_assert(hwloc_bitmap_isset(m, 0) && hwloc_bitmap_isset(m, 2) && hwloc_bitmap_isset(m, 3));
+    /* beyond a 64-bit mask: nodes have 128-384 PUs */
+    ck_assert_int_eq(sampi_pin_parse_list("63,200-383", m, err, sizeof(err)), 0);
+    ck_assert_int_eq(hwloc_bitmap_weight(m), 185);
+    ck_assert_int_eq(hwloc_bitmap_last(m), 383);
+    const char *bad[] = {"", "a", "1-", "3-1", "65536", "1,,2", "1;2", "-1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        ck_assert_msg(sampi_pin_parse_list(bad[i], &m, err, sizeof(err)) == -EINVAL,
-                      "'%s' accepted", bad[i]);
+        ck_assert_msg(sampi_pin_parse_list(bad[i], m, err, sizeof(err)) == -EINVAL, "'%s' accepted",
+                      bad[i]);
     ck_assert_ptr_nonnull(strstr(err, "sampi_pin"));
+    hwloc_bitmap_free(m);
 }
 END_TEST
 

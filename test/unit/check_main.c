@@ -45,6 +45,7 @@ int main(void)
         sampi_autosel_suite,
         sampi_tuning_suite,
         sampi_wait_mode_suite,
+        sampi_progress_mode_suite,
         sampi_own_ranges_suite,
         sampi_p2p_suite,
         sampi_lane_suite,

@@ -63,6 +63,7 @@ Suite *sampi_optireduce_repair_suite(void);
 Suite *sampi_autosel_suite(void);
 Suite *sampi_tuning_suite(void);
 Suite *sampi_wait_mode_suite(void);
+Suite *sampi_progress_mode_suite(void);
 Suite *sampi_own_ranges_suite(void);
 Suite *sampi_p2p_suite(void);
 

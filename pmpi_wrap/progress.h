@@ -1,0 +1,52 @@
+/*
+ * progress.h - the progress threads that run nonblocking allreduce calls
+ * (progress.c), below the entry points that post them (iallreduce.c).
+ */
+#ifndef SAMPI_PROGRESS_H
+#define SAMPI_PROGRESS_H
+
+#include "wrap.h"
+
+struct sampi_persistent;
+
+/* One posted call: what its progress thread runs, and how it tells the
+ * program it finished. */
+struct sampi_nb_call {
+    struct sampi_nb_args args;
+    /* a nonblocking call: the program's generalized request, completed when
+     * the call finished; a persistent one: the request it started */
+    MPI_Request greq;
+    struct sampi_persistent *persist;
+    int error; /* MPI_SUCCESS or the class, the same on every rank */
+    struct sampi_nb_call *next;
+};
+
+/* How a finished call reaches its request (iallreduce.c's): called on the
+ * progress thread; after it, the call object is the request's, not the
+ * thread's. */
+void sampi_nb_finish(struct sampi_nb_call *call);
+
+/* Start c's progress thread if it has none.  0, or -EAGAIN when no thread
+ * could be started (then the call goes to Open MPI). */
+int sampi_progress_ready(struct sampi_comm *c);
+
+/* Hand `call` to its communicator's progress thread (sampi_progress_ready
+ * said yes), behind the calls posted there before it. */
+void sampi_progress_post(struct sampi_nb_call *call);
+
+/* At MPI_Init: the PU progress threads are pinned to (sampi_pin), with its
+ * reason for sampi_info and the start line (sampi_progress_mode_describe). */
+void sampi_progress_place(void);
+
+/* A communicator's state is freed: its thread (idle: c->nb_pending is 0)
+ * stops, and its queue goes.  A sampi_comm_owner release hook. */
+void sampi_progress_release(struct sampi_comm *c);
+
+/* Requests of nonblocking calls the program has not completed or freed
+ * yet (iallreduce.c), for MPI_Finalize's warning. */
+uint64_t sampi_nb_live_requests(void);
+
+/* MPI_Finalize: every thread finishes the calls posted to it. */
+void sampi_progress_finish_all(void);
+
+#endif
