@@ -1,5 +1,6 @@
 /*
- * allreduce_f.c - Fortran entry points for MPI_ALLREDUCE (and MPI_FINALIZE).
+ * allreduce_f.c - Fortran entry points for MPI_ALLREDUCE (MPI_INIT and
+ * MPI_FINALIZE are in init_f.c).
  *
  * Open MPI 4.1's Fortran bindings call PMPI_Allreduce directly, so a C-only
  * wrapper never sees Fortran callers.  Its mpif.h and `use mpi` bindings are
@@ -48,21 +49,3 @@ SAMPI_FORTRAN_ALIAS(mpi_allreduce_);
 SAMPI_FORTRAN_ALIAS(mpi_allreduce__);
 SAMPI_FORTRAN_ALIAS(mpi_allreduce);
 SAMPI_FORTRAN_ALIAS(MPI_ALLREDUCE);
-
-/* Fortran MPI_FINALIZE also calls PMPI_Finalize directly; SAMPI must release
- * its data paths before MPI goes away. */
-void ompi_finalize_f(MPI_Fint *ierr);
-
-void ompi_finalize_f(MPI_Fint *ierr)
-{
-    int rc = MPI_Finalize();
-    if (ierr)
-        *ierr = (MPI_Fint)rc;
-}
-
-#define SAMPI_FORTRAN_FINALIZE_ALIAS(name)                                                         \
-    void name(MPI_Fint *) __attribute__((alias("ompi_finalize_f")))
-SAMPI_FORTRAN_FINALIZE_ALIAS(mpi_finalize_);
-SAMPI_FORTRAN_FINALIZE_ALIAS(mpi_finalize__);
-SAMPI_FORTRAN_FINALIZE_ALIAS(mpi_finalize);
-SAMPI_FORTRAN_FINALIZE_ALIAS(MPI_FINALIZE);

@@ -22,7 +22,8 @@
  *                itself on a private copy of MPI_COMM_SELF (the carrier):
  *                MPI_Start starts it and posts the call; the thread
  *                completes it by sending to it (a byte too many when the
- *                call failed: MPI_ERR_TRUNCATE in the status, see sampi(7)).
+ *                call failed: MPI_ERR_TRUNCATE, which the completion calls'
+ *                wrappers turn into the call's class, request.c).
  *                MPI_Start, MPI_Startall and MPI_Request_free look the
  *                handle up only while such requests exist.
  *
@@ -193,6 +194,7 @@ struct sampi_persistent {
     int tag;
     int active;                    /* started, not yet finished (under `lock`) */
     int freed;                     /* MPI_Request_free while active: the thread frees it */
+    int failed;                    /* the last run's class, until a completion call took it */
     struct sampi_persistent *next; /* every live one, under `lock` */
 };
 
@@ -341,6 +343,29 @@ int MPI_Request_free(MPI_Request *request)
     return rc;
 }
 
+int sampi_persistent_any(void)
+{
+    return atomic_load_explicit(&n_persistent, memory_order_relaxed) != 0;
+}
+
+int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm)
+{
+    struct sampi_persistent *p = find(req);
+    if (!p)
+        return MPI_SUCCESS;
+    pthread_mutex_lock(&lock);
+    int cls = p->active ? MPI_SUCCESS : p->failed;
+    p->failed = MPI_SUCCESS;
+    *comm = p->args.comm;
+    int gone = cls != MPI_SUCCESS && now == MPI_REQUEST_NULL;
+    if (gone) /* Open MPI freed the carrier: the request is no more */
+        unlink_persistent(p);
+    pthread_mutex_unlock(&lock);
+    if (gone)
+        free(p);
+    return cls;
+}
+
 /* ------------------------------------------------------------ the ending */
 
 void sampi_nb_finish(struct sampi_nb_call *call)
@@ -351,10 +376,11 @@ void sampi_nb_finish(struct sampi_nb_call *call)
         return;
     }
     static const char byte_too_many;
-    int failed = call->error != MPI_SUCCESS;
+    int failed = call->error != MPI_SUCCESS, call_error = call->error;
     free(call);
     pthread_mutex_lock(&lock);
     p->active = 0; /* before the send: the program may start it again at once */
+    p->failed = failed ? call_error : MPI_SUCCESS;
     int freed = p->freed;
     int tag = p->tag;
     pthread_mutex_unlock(&lock);

@@ -42,6 +42,18 @@ void sampi_progress_place(void);
  * stops, and its queue goes.  A sampi_comm_owner release hook. */
 void sampi_progress_release(struct sampi_comm *c);
 
+/* Whether SAMPI holds any persistent request (one atomic load). */
+int sampi_persistent_any(void);
+
+/* When `req` (a handle before a completion call) is one of SAMPI's
+ * persistent requests whose last call failed (its receive completed with
+ * MPI_ERR_TRUNCATE): that call's class, taken (the next look answers
+ * MPI_SUCCESS), with *comm the request's communicator; MPI_SUCCESS
+ * otherwise.  `now` is the handle after the call: Open MPI frees a request
+ * that completed in error and sets it to MPI_REQUEST_NULL, and then SAMPI
+ * drops the request too. */
+int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm);
+
 /* Requests of nonblocking calls the program has not completed or freed
  * yet (iallreduce.c), for MPI_Finalize's warning. */
 uint64_t sampi_nb_live_requests(void);

@@ -9,8 +9,8 @@
  * loaded once on first use from any entry point.  The MPI-dependent part (the
  * attribute keyval, the rank for log lines) is set up once MPI is initialised:
  * from our MPI_Init, or lazily from the first MPI_Allreduce when the program
- * initialised through a path we do not wrap (Open MPI's Fortran MPI_INIT calls
- * PMPI_Init directly).
+ * initialised through a path we do not wrap (a program that loads SAMPI with
+ * dlopen after MPI_Init; Fortran's MPI_INIT is wrapped in init_f.c).
  */
 #define _GNU_SOURCE 1 /* dladdr */
 #include "sampi_autoconf.h"

@@ -572,6 +572,44 @@ static void run_faults(void)
     set_cvar("sampi_timeout_ms", 0);
     MPI_Comm_free(&comm);
 
+    /* the same with a persistent request: the call's own class, not the
+     * carrier's MPI_ERR_TRUNCATE, from MPI_Wait and in a Waitall status */
+    comm = fresh_comm("ring");
+    MPI_Request preq;
+    MPIX_Allreduce_init(v, s, 4096, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &preq);
+    MPI_Start(&preq);
+    MPI_Wait(&preq, MPI_STATUS_IGNORE);
+    set_cvar("sampi_timeout_ms", LIMIT_MS);
+    rc = MPI_SUCCESS;
+    if (rank != size - 1) {
+        MPI_Start(&preq);
+        rc = MPI_Wait(&preq, MPI_STATUS_IGNORE);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (rank == size - 1) {
+        MPI_Start(&preq);
+        rc = MPI_Wait(&preq, MPI_STATUS_IGNORE);
+    }
+    if (class_of(rc) == MPI_ERR_TRUNCATE)
+        mt_fail(&st, "persistent, silent rank: MPI_ERR_TRUNCATE, the carrier's class");
+    /* as Open MPI does for its own: a request that failed is freed */
+    if (preq != MPI_REQUEST_NULL)
+        mt_fail(&st, "persistent, silent rank: the failed request was not freed");
+    expect_same_class("faults: persistent, silent rank: the same class from every MPI_Wait",
+                      class_of(rc));
+    /* a new request on the revoked communicator fails at once */
+    MPIX_Allreduce_init(v, s, 4096, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &preq);
+    MPI_Start(&preq);
+    rc = MPI_Waitall(1, &preq, &status);
+    if (rc != MPI_ERR_IN_STATUS)
+        mt_fail(&st, "persistent, next one: MPI_Waitall returned %d, not MPI_ERR_IN_STATUS", rc);
+    expect_same_class("faults: persistent, the next one: the same class in every Waitall status",
+                      class_of(status.MPI_ERROR));
+    if (preq != MPI_REQUEST_NULL)
+        MPI_Request_free(&preq);
+    set_cvar("sampi_timeout_ms", 0);
+    MPI_Comm_free(&comm);
+
     /* an argument mismatch: the last rank passes one element more */
     comm = fresh_comm("ring");
     MPI_Iallreduce(v, s, 4096, MPI_DOUBLE, MPI_SUM, comm, &req);
