@@ -5,7 +5,7 @@
  *
  * A call SAMPI takes is admitted here, on the program's thread (its
  * arguments checked as MPI_Allreduce's are, its communicator's state found,
- * the communicator's first agreement made), then handed to the progress
+ * on its first call the duplicate SAMPI works on posted), then handed to the progress
  * thread of its communicator (progress.c), which runs SAMPI's whole
  * MPI_Allreduce path on it: auto, the tracker, the argument check,
  * revocation and the limit work as for a blocking call.  The program gets a
@@ -57,12 +57,12 @@ uint64_t sampi_nb_live_requests(void)
 
 enum nb_kind { NB_NONBLOCKING, NB_PERSISTENT };
 
-static void count_native(MPI_Comm comm)
+/* Counted for the process only: a small nonblocking call with no thread
+ * to run it (PETSc's pipelined solvers post a few scalars each iteration)
+ * must cost what Open MPI's costs, not an attribute lookup more. */
+static void count_native(void)
 {
-    struct sampi_comm *c = NULL;
     sampi_stat_add(&sampi_process_stats.nb_native, 1);
-    if (sampi_runtime_mpi_ready() && sampi_comm_get(comm, 0, &c) == 0)
-        sampi_stat_add(&c->stats.nb_native, 1);
 }
 
 /* Whether SAMPI takes the call: 1 with *n filled; 0 when Open MPI's own
@@ -86,21 +86,18 @@ static int admit(struct sampi_nb_args *n, MPI_Request *request, int *rc)
     if (n->count == 0 || sampi_comm_get(n->comm, 1, &n->c))
         return 0;
     struct sampi_comm *c = n->c;
-    /* The communicator's first call agrees on its settings and makes
-     * SAMPI's duplicate, on the user's communicator: here, in the order of
-     * the program's collectives there, never on a progress thread. */
-    if (c->ctl == MPI_COMM_NULL && !c->revoked && !c->mismatch) {
-        int jrc = sampi_comm_join(c);
-        if (jrc && jrc != -EINVAL) {
+    /* A communicator's first call makes SAMPI's duplicate of it: posted
+     * here, in the order of the program's collectives there, and finished
+     * with the settings' agreement by the progress thread; a communicator
+     * whose first blocking call found the ranks configured differently has
+     * no duplicate, and stays Open MPI's. */
+    if (!c->dup_posted && c->ctl == MPI_COMM_NULL) {
+        if (c->revoked) {
             *rc = sampi_report_error(n->comm, -SAMPI_EREVOKED);
             return -1;
         }
-    }
-    if (c->ctl == MPI_COMM_NULL) {
-        if (!c->revoked)
-            return 0; /* configured differently: Open MPI's, on every rank */
-        *rc = sampi_report_error(n->comm, -SAMPI_EREVOKED);
-        return -1;
+        if (c->mismatch || sampi_comm_join_post(c))
+            return 0;
     }
     if (sampi_progress_ready(c))
         return 0;
@@ -169,7 +166,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     case -1:
         return rc;
     case 0:
-        count_native(comm);
+        count_native();
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     struct sampi_nb_call *call = new_call(&n);
@@ -243,7 +240,7 @@ int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     case -1:
         return rc;
     case 0:
-        count_native(comm);
+        count_native();
         return PMPIX_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     }
     struct sampi_persistent *p = calloc(1, sizeof(*p));
@@ -313,6 +310,17 @@ int MPI_Startall(int count, MPI_Request requests[])
             first_error = rc;
     }
     return requests ? first_error : PMPI_Startall(count, requests);
+}
+
+/* MPI: a collective's request cannot be cancelled; the carrier, a plain
+ * receive, could be.  Refused as Open MPI refuses it for its own
+ * collectives: MPI_ERR_REQUEST through MPI_COMM_WORLD's handler. */
+int MPI_Cancel(MPI_Request *request)
+{
+    if (!request || !find(*request))
+        return PMPI_Cancel(request);
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+    return MPI_ERR_REQUEST;
 }
 
 static void unlink_persistent(struct sampi_persistent *p)

@@ -108,6 +108,7 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out)
     c->revoke_rx = MPI_REQUEST_NULL;
     sampi_argcheck_init(&c->check);
     c->join_req[0] = c->join_req[1] = MPI_REQUEST_NULL;
+    c->dup_req = MPI_REQUEST_NULL;
     c->forced_algo = c->forced_netdev = -1;
     atomic_store(&c->last_algo, -1);
     PMPI_Comm_rank(comm, &c->rank);
@@ -272,6 +273,53 @@ int sampi_comm_outlives(MPI_Comm comm)
     return 0;
 }
 
+int sampi_comm_join_post(struct sampi_comm *c)
+{
+    if (c->dup_posted || c->ctl != MPI_COMM_NULL || c->agreed)
+        return 0;
+    struct join_bufs *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    if (PMPI_Comm_idup(c->comm, &j->ctl, &c->dup_req) != MPI_SUCCESS) {
+        free(j);
+        return -EIO;
+    }
+    c->dup_bufs = j;
+    c->dup_posted = 1;
+    return 0;
+}
+
+/* The join of a nonblocking first call (sampi_comm_join_post): the same
+ * agreement as agree_first's, over the new duplicate, after it is made.
+ * A rank that gives up waiting for the duplicate leaves it pending on the
+ * user's communicator (sampi_comm_outlives), as agree_first does. */
+static int agree_posted(struct sampi_comm *c)
+{
+    struct join_bufs *j = c->dup_bufs;
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the duplicate of its first call");
+    int rc = sampi_waiter_mpi(&w, &c->dup_req, 1, NULL);
+    c->dup_bufs = NULL;
+    if (rc) {
+        leave_pending(c, j, c->dup_req, MPI_REQUEST_NULL);
+        c->dup_req = MPI_REQUEST_NULL;
+        return rc;
+    }
+    c->ctl = j->ctl;
+    free(j);
+    PMPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
+    uint32_t h = sampi_comm_pattern_hash(c);
+    long long v[3] = {h, -(long long)h, (long long)propose_id()}, out[3];
+    sampi_comm_waiter(c, &w, "the configuration agreement of its first call");
+    rc = sampi_waiter_allreduce(&w, v, out, 3, MPI_LONG_LONG, MPI_MAX, c->ctl);
+    if (rc)
+        return rc;
+    adopt_id(c, (uint64_t)out[2]);
+    if (out[0] != -out[1])
+        return -EINVAL;
+    return sampi_revoke_arm(c);
+}
+
 /* A re-armed check (MPI_Comm_set_info), over c->ctl. */
 static int agree_again(struct sampi_comm *c)
 {
@@ -292,7 +340,7 @@ int sampi_comm_join(struct sampi_comm *c)
     if (c->agreed)
         return c->mismatch ? -EINVAL : 0;
     int first = c->ctl == MPI_COMM_NULL;
-    int rc = first ? agree_first(c) : agree_again(c);
+    int rc = c->dup_bufs ? agree_posted(c) : first ? agree_first(c) : agree_again(c);
     if (c->revoked)
         return c->revoked;
     if (rc == -EINVAL) {

@@ -57,6 +57,12 @@ struct sampi_comm {
      * on the user's communicator (sampi_comm_outlives) */
     struct join_bufs *join;
     MPI_Request join_req[2];
+    /* a nonblocking first call: the duplicate posted by the program's
+     * thread (sampi_comm_join_post), whose join the progress thread
+     * finishes; `dup_posted` is the program's thread's alone */
+    struct join_bufs *dup_bufs;
+    MPI_Request dup_req;
+    int dup_posted;
     void *scratch; /* receive buffer for reductions */
     /* each algorithm's own state (its descriptor's state hooks), NULL until
      * it first ran here; read by the performance variables from any thread */
@@ -97,6 +103,14 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out);
  * 0; -EINVAL when the ranks were configured differently (then c uses PMPI:
  * c->mismatch); or the revocation errno when the join failed (c->revoked). */
 int sampi_comm_join(struct sampi_comm *c);
+
+/* A nonblocking call's half of the first call's join, on the program's
+ * thread, in the program's order of collectives on the user's
+ * communicator: it posts the duplicate (PMPI_Comm_idup) and returns at
+ * once; sampi_comm_join, on the progress thread, waits for it and agrees
+ * on the settings and the id over the duplicate.  Nothing to do when c was
+ * joined or its duplicate posted already.  0, or -ENOMEM / -EIO. */
+int sampi_comm_join_post(struct sampi_comm *c);
 
 /* 1 when SAMPI left requests pending on the user's communicator `comm` (its
  * first call's agreement, after a rank gave up waiting in it), which Open MPI

@@ -416,12 +416,51 @@ static void case_cancel(MPI_Comm comm)
     if (rc == MPI_SUCCESS && cancelled)
         mt_fail(&st, "MPI_Cancel cancelled a collective");
     pending_check(&p, "after MPI_Cancel");
+    /* a persistent one: refused too, and it still runs */
+    double v = rank, sum = -1;
+    MPIX_Allreduce_init(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &req);
+    MPI_Start(&req);
+    rc = MPI_Cancel(&req);
+    MPI_Wait(&req, &status);
+    cancelled = 1;
+    MPI_Test_cancelled(&status, &cancelled);
+    if (rc == MPI_SUCCESS || cancelled)
+        mt_fail(&st, "MPI_Cancel on a persistent allreduce: rc %d, cancelled %d", rc, cancelled);
+    if (sum != (double)size * (size - 1) / 2)
+        mt_fail(&st, "persistent call after MPI_Cancel: %g", sum);
+    MPI_Request_free(&req);
     mt_verdict(&st, "cancel: MPI_Cancel on a collective's request changes nothing", !st.local_bad);
+    st.local_bad = 0;
+}
+
+/* A communicator's first call nonblocking, then a message the other ranks
+ * wait for before they post theirs: legal MPI (initiation is local), and
+ * it must not wait for the other ranks. */
+static void case_first_call_local(void)
+{
+    MPI_Comm comm = fresh_comm("ring");
+    MPI_Request req;
+    struct pending p;
+    int token = 7;
+    if (rank == 0) {
+        pending_post(&p, comm, 2000, 95, &req);
+        for (int r = 1; r < size; r++)
+            PMPI_Send(&token, 1, MPI_INT, r, 11, MPI_COMM_WORLD);
+    } else {
+        PMPI_Recv(&token, 1, MPI_INT, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        pending_post(&p, comm, 2000, 95, &req);
+    }
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    pending_check(&p, "first call, nonblocking");
+    MPI_Comm_free(&comm);
+    mt_verdict(&st, "first call: MPI_Iallreduce returns before the other ranks post theirs",
+               !st.local_bad);
     st.local_bad = 0;
 }
 
 static void run_rules(int starts)
 {
+    case_first_call_local();
     MPI_Comm comm = fresh_comm("ring");
     case_mixed(comm);
     case_outstanding(comm);
