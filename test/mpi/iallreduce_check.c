@@ -458,6 +458,28 @@ static void case_first_call_local(void)
     st.local_bad = 0;
 }
 
+/* MPI_Request_free on a request still running: the call goes on and
+ * delivers its result (a blocking call on the communicator after it waits
+ * for it); nothing of SAMPI's is freed under the thread (the sanitizer pass
+ * runs this). */
+static void case_free_active(MPI_Comm comm)
+{
+    MPI_Request req;
+    struct pending p;
+    pending_post(&p, comm, 30000, 97, &req);
+    MPI_Request_free(&req);
+    if (req != MPI_REQUEST_NULL)
+        mt_fail(&st, "MPI_Request_free left the handle set");
+    double v = 1, sum = 0;
+    MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+    if (sum != size)
+        mt_fail(&st, "the blocking call after a freed request: %g", sum);
+    pending_check(&p, "freed while running");
+    mt_verdict(&st, "request freed while running: the call completes, its result arrives",
+               !st.local_bad);
+    st.local_bad = 0;
+}
+
 static void run_rules(int starts)
 {
     case_first_call_local();
@@ -467,6 +489,7 @@ static void run_rules(int starts)
     case_persistent(comm, starts);
     case_free_pending();
     case_cancel(comm);
+    case_free_active(comm);
     MPI_Comm_free(&comm);
 }
 
