@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "mpit_registry.h"
 #include "sampi_internal.h"
+#include "sampi_internal.h"
 #include "wrap.h"
 
 #include <errno.h>
@@ -35,7 +36,7 @@ static int mpi_finalized(void)
 }
 
 static const struct sampi_mpit_native pmpi = {
-    .init_thread = PMPI_T_init_thread,
+    .init_thread = sampi_t_init_thread, /* never lowers MPI's thread level */
     .finalize = PMPI_T_finalize,
     .cvar_get_num = PMPI_T_cvar_get_num,
     .cvar_get_info = PMPI_T_cvar_get_info,

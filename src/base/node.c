@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "node.h"
+#include "sampi_internal.h"
 
 #include <mpi.h>
 #include <sched.h>
@@ -83,7 +84,7 @@ static int ompi_yield_when_idle(void)
     MPI_T_cvar_handle h;
     char name[64];
     int name_len = sizeof(name);
-    if (PMPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+    if (sampi_t_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
         return -1;
     if (PMPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
         PMPI_T_cvar_get_info(index, name, &name_len, &verbosity, &dt, &en, NULL, NULL, &bind,

@@ -683,15 +683,52 @@ static void run_faults(void)
     MPI_Comm_free(&comm);
 }
 
+/* The thread level the program asked for is the one it gets and the one
+ * MPI_Query_thread says, through SAMPI's MPI_T_init_thread too (Open MPI
+ * 4.1's would set the process's level to its argument); with progress
+ * threads forced Open MPI runs MPI_THREAD_MULTIPLE underneath. */
+static void check_levels(int required, int provided, const char *mode)
+{
+    int query = -1, underneath = -1, after = -1, mpit;
+    MPI_Query_thread(&query);
+    PMPI_Query_thread(&underneath);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &mpit);
+    MPI_T_finalize();
+    MPI_Query_thread(&after);
+    if (provided != required)
+        mt_fail(&st, "asked for level %d, got %d", required, provided);
+    if (query != provided || after != provided)
+        mt_fail(&st, "MPI_Query_thread says %d (after MPI_T_init_thread: %d), the program got %d",
+                query, after, provided);
+    if (strcmp(mode, "thread") == 0 && underneath != MPI_THREAD_MULTIPLE)
+        mt_fail(&st, "progress threads, but Open MPI runs at level %d underneath", underneath);
+    if (strcmp(mode, "calls") == 0 && underneath != provided)
+        mt_fail(&st, "no progress thread, but Open MPI runs at level %d underneath, not %d",
+                underneath, provided);
+    char what[96];
+    snprintf(what, sizeof what, "levels (%s): asked %d, got %d, query %d, underneath %d", mode,
+             required, provided, after, underneath);
+    mt_verdict(&st, what, !st.local_bad);
+    st.local_bad = 0;
+}
+
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    int provided, required = -1;
+    const char *what = argc > 1 ? argv[1] : "matrix";
+    if (strcmp(what, "levels") == 0) {
+        required = atoi(mt_option(argc, argv, "--level", "0"));
+        MPI_Init_thread(&argc, &argv, required, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+        required = provided = MPI_THREAD_SINGLE;
+    }
     mt_init(&st, "iallreduce_check");
+    if (strcmp(what, "levels") == 0)
+        check_levels(required, provided, mt_option(argc, argv, "--mode", "calls"));
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     rank = st.rank;
-    const char *what = argc > 1 ? argv[1] : "matrix";
     if (strcmp(what, "matrix") == 0)
         run_matrix();
     else if (strcmp(what, "rules") == 0)
