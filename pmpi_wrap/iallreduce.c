@@ -150,15 +150,22 @@ static int refuse_cancel(void *state, int complete)
     return MPI_ERR_REQUEST;
 }
 
+/* The program's arguments, as admit and the progress thread read them. */
+static struct sampi_nb_args args_of(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return (struct sampi_nb_args){.sendbuf = sendbuf,
+                                  .recvbuf = recvbuf,
+                                  .count = count,
+                                  .datatype = datatype,
+                                  .op = op,
+                                  .comm = comm};
+}
+
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    struct sampi_nb_args n = {.sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .datatype = datatype,
-                              .op = op,
-                              .comm = comm};
+    struct sampi_nb_args n = args_of(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = MPI_SUCCESS;
     if (sampi_runtime_mpi_ready())
         sampi_debug_delay_apply();
@@ -229,12 +236,7 @@ static struct sampi_persistent *find(MPI_Request req)
 int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    struct sampi_nb_args n = {.sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .datatype = datatype,
-                              .op = op,
-                              .comm = comm};
+    struct sampi_nb_args n = args_of(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = MPI_SUCCESS;
     switch (admit(&n, request, &rc)) {
     case -1:
