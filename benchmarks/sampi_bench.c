@@ -14,6 +14,12 @@
  *
  * The program's own bookkeeping (agreeing on errors and exit codes) uses
  * PMPI_Allreduce so that it never goes through the library under test.
+ *
+ * --nonblocking measures MPI_Iallreduce as osu_iallreduce does, in two
+ * phases per size, each the same interleaved loop: first the pure
+ * communication time (post, then wait at once), then post, compute for that
+ * long on the clock, wait; how much of the call the compute hid is the
+ * overlap (see compute_overlap).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -125,6 +131,8 @@ struct config {
     double tail_delay_ms; /* how late a late datagram is */
     size_t tail_dgram;    /* bytes per datagram */
     bool samples;         /* --samples: every timed call's last-arrival time in JSON */
+    bool nonblocking;     /* --nonblocking: MPI_Iallreduce + MPI_Wait, then with compute */
+    bool test_compute;    /* --test-during-compute: MPI_Test during the compute phase */
 };
 
 static char opt_error[256];
@@ -387,6 +395,10 @@ static const struct option_row option_rows[] = {
      "emulate a network tail for reliable entries: PCT% of datagrams MS late"},
     {"samples", 0, NULL, FLAG(samples),
      "with --json, add every timed call's last-arrival time (for CDFs)"},
+    {"nonblocking", 'N', NULL, FLAG(nonblocking),
+     "time MPI_Iallreduce + MPI_Wait, then its overlap with compute (osu_iallreduce)"},
+    {"test-during-compute", 0, NULL, FLAG(test_compute),
+     "with --nonblocking, MPI_Test every tenth of the compute phase (osu_iallreduce -t)"},
     {"json", 0, NULL, FLAG(json), "print one JSON object per (size, entry) on stdout"},
     {"version", 'v', NULL, FLAG(version), "print the SAMPI version and exit"},
     {"help", 'h', NULL, FLAG(help), "print this help and exit"},
@@ -502,10 +514,27 @@ static int check_config(const struct config *cfg, int np)
         return fail_opt("--straggle-by and --straggle-pattern need --straggler");
     if (cfg->straggler >= np)
         return fail_opt("--straggler %d: there are only %d ranks", cfg->straggler, np);
+    if (cfg->test_compute && !cfg->nonblocking)
+        return fail_opt("--test-during-compute needs --nonblocking");
+    /* The hold models a completion that cannot come earlier; after MPI_Wait
+     * it would also delay what the compute phase should have hidden. */
+    if (cfg->tail_pct >= 0 && cfg->nonblocking)
+        return fail_opt("--net-tail is not emulated with --nonblocking");
     return 0;
 }
 
 /* ------------------------------------------------------------ run state */
+
+/* The MPI calls an entry makes: through SAMPI, or Open MPI's directly. */
+struct mpi_fns {
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*wait)(MPI_Request *, MPI_Status *);
+    int (*test)(MPI_Request *, int *, MPI_Status *);
+};
+
+static const struct mpi_fns via_sampi = {MPI_Allreduce, MPI_Iallreduce, MPI_Wait, MPI_Test};
+static const struct mpi_fns via_pmpi = {PMPI_Allreduce, PMPI_Iallreduce, PMPI_Wait, PMPI_Test};
 
 struct entry {
     const struct entry_spec *spec;
@@ -513,6 +542,7 @@ struct entry {
     /* "pmpi": call PMPI_Allreduce directly, bypassing SAMPI entirely, to
      * measure what the interposition itself costs next to `native` */
     bool direct;
+    const struct mpi_fns *fns; /* via_pmpi when direct */
     /* --net-tail applies: every algorithm but optireduce, whose datagrams
      * meet their faults in the library (sampi_optireduce_fault) */
     bool tail;
@@ -537,18 +567,27 @@ struct entry {
     unsigned long long expl0, expl1; /* sampi_comm_auto_explorations before and after */
 };
 
+struct call_mode;
+
 struct bench {
     struct config cfg;
     int rank, np;
     struct entry ent[MAX_ENTRIES];
     int nent;
-    int native; /* index of the entry named plain "native", or -1 */
+    int native;                   /* index of the entry named plain "native", or -1 */
+    const struct call_mode *mode; /* blocking, or --nonblocking's post and wait */
     double (*now)(void);
     const char *clock_name;
     FILE *info; /* header and notes: stdout with the table, stderr with --json */
-    bool mpit;  /* MPI_T initialised for the auto entries' performance variables */
+    bool mpit;  /* MPI_T initialised for performance variables: auto entries, --nonblocking */
     MPI_T_pvar_session session;
     char algo_names[32][NAME_LEN]; /* sampi_algorithm's enum: value -> name ("" unknown) */
+    /* --nonblocking, rank 0: who moves the calls, and sampi_nb_native, the
+     * calls left to Open MPI's own nonblocking allreduce (see went_to_ompi) */
+    const char *progress; /* "thread", "calls"; NULL unknown */
+    bool nb_ok;
+    MPI_T_pvar_handle pv_nb_native;
+    unsigned long long nb_native_seen;
     bool table_started;
     int status;
 };
@@ -724,6 +763,7 @@ static int setup_entries(struct bench *b)
         if (b->native < 0 && strcmp(e->spec->algo, "native") == 0 && !e->spec->netdev[0])
             b->native = i;
         e->direct = strcmp(e->spec->algo, "pmpi") == 0 && !e->spec->netdev[0];
+        e->fns = e->direct ? &via_pmpi : &via_sampi;
         e->tail = b->cfg.tail_pct >= 0 && strcmp(e->spec->algo, "optireduce") != 0;
         if (first_bad != INT_MAX || e->direct)
             continue;
@@ -804,21 +844,8 @@ static void load_algo_names(struct bench *b)
 
 static void setup_auto_pvars(struct bench *b)
 {
-    int provided, n;
-    bool any = false;
+    int n;
 
-    for (int i = 0; i < b->nent; i++) {
-        b->ent[i].pv_choice = b->ent[i].pv_regime = b->ent[i].pv_explorations =
-            MPI_T_PVAR_HANDLE_NULL;
-        any = any || is_auto(&b->ent[i]);
-    }
-    if (!is_root(b) || !any || MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return;
-    b->mpit = true;
-    if (MPI_T_pvar_session_create(&b->session) != MPI_SUCCESS) {
-        b->session = MPI_T_PVAR_SESSION_NULL;
-        return;
-    }
     load_algo_names(b);
     for (int i = 0; i < b->nent; i++) {
         struct entry *e = &b->ent[i];
@@ -835,8 +862,74 @@ static void setup_auto_pvars(struct bench *b)
     }
 }
 
-static void free_auto_pvars(struct bench *b)
+/* --nonblocking: who moves the calls (sampi_progress_mode, agreed at
+ * MPI_Init, so read once) and the counter that says a call went to Open
+ * MPI's own MPI_Iallreduce, which sampi_comm_last_algorithm cannot say: it
+ * names the last algorithm SAMPI ran. */
+static void setup_nb_pvars(struct bench *b)
 {
+    static const char *const modes[] = {NULL, "thread", "calls"};
+    MPI_T_pvar_handle h;
+    int n, mode = 0;
+
+    if (pvar_handle(b, "sampi_progress_mode", MPI_T_PVAR_CLASS_GENERIC, MPI_COMM_WORLD, &h, &n) ==
+        0) {
+        if (MPI_T_pvar_read(b->session, h, &mode) == MPI_SUCCESS && mode > 0 && mode < 3)
+            b->progress = modes[mode];
+        MPI_T_pvar_handle_free(b->session, &h);
+    }
+    /* A session counter: it counts from its start. */
+    b->nb_ok = pvar_handle(b, "sampi_nb_native", MPI_T_PVAR_CLASS_COUNTER, MPI_COMM_WORLD,
+                           &b->pv_nb_native, &n) == 0 &&
+               MPI_T_pvar_start(b->session, b->pv_nb_native) == MPI_SUCCESS &&
+               MPI_T_pvar_read(b->session, b->pv_nb_native, &b->nb_native_seen) == MPI_SUCCESS;
+}
+
+/* Rank 0 reads SAMPI's performance variables for auto entries and for
+ * --nonblocking; without them the JSON says null. */
+static void setup_pvars(struct bench *b)
+{
+    int provided;
+    bool any = b->cfg.nonblocking;
+
+    b->pv_nb_native = MPI_T_PVAR_HANDLE_NULL;
+    for (int i = 0; i < b->nent; i++) {
+        b->ent[i].pv_choice = b->ent[i].pv_regime = b->ent[i].pv_explorations =
+            MPI_T_PVAR_HANDLE_NULL;
+        any = any || is_auto(&b->ent[i]);
+    }
+    if (!is_root(b) || !any || MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    b->mpit = true;
+    if (MPI_T_pvar_session_create(&b->session) != MPI_SUCCESS) {
+        b->session = MPI_T_PVAR_SESSION_NULL;
+        return;
+    }
+    setup_auto_pvars(b);
+    if (b->cfg.nonblocking)
+        setup_nb_pvars(b);
+}
+
+/* After a call with --nonblocking (rank 0): whether Open MPI's own
+ * nonblocking allreduce ran it, that is sampi_nb_native rose. */
+static bool went_to_ompi(struct bench *b)
+{
+    unsigned long long v;
+
+    if (!b->nb_ok || MPI_T_pvar_read(b->session, b->pv_nb_native, &v) != MPI_SUCCESS)
+        return false;
+    if (v == b->nb_native_seen)
+        return false;
+    b->nb_native_seen = v;
+    return true;
+}
+
+static void free_pvars(struct bench *b)
+{
+    if (b->mpit && b->session != MPI_T_PVAR_SESSION_NULL &&
+        b->pv_nb_native != MPI_T_PVAR_HANDLE_NULL)
+        MPI_T_pvar_handle_free(b->session, &b->pv_nb_native);
+    b->nb_ok = false;
     for (int i = 0; i < b->nent; i++) {
         struct entry *e = &b->ent[i];
         MPI_T_pvar_handle *h[] = {&e->pv_choice, &e->pv_regime, &e->pv_explorations};
@@ -889,7 +982,7 @@ static void note_auto(struct bench *b, struct entry *e, size_t nbytes)
 
 static void free_entries(struct bench *b)
 {
-    free_auto_pvars(b);
+    free_pvars(b);
     for (int i = 0; i < b->nent; i++) {
         if (b->ent[i].comm != MPI_COMM_NULL)
             MPI_Comm_free(&b->ent[i].comm);
@@ -913,10 +1006,11 @@ static void note_error(struct entry *e, int rc)
 }
 
 /* After each timed call: which algorithm ran, so that a silent fallback or a
- * switch shows.  Cheap enough to do between the timestamps of two calls. */
-static void note_ran(struct entry *e)
+ * switch shows.  Cheap enough to do between the timestamps of two calls.
+ * ompi: the call went to Open MPI's own nonblocking allreduce (libnbc). */
+static void note_ran(struct entry *e, bool ompi)
 {
-    const char *ran = e->direct ? "pmpi" : sampi_comm_last_algorithm(e->comm);
+    const char *ran = e->direct ? "pmpi" : ompi ? "libnbc" : sampi_comm_last_algorithm(e->comm);
 
     for (int i = 0; i < e->nran; i++) {
         if (e->ran[i] == ran || strcmp(e->ran[i], ran) == 0) {
@@ -1108,52 +1202,178 @@ static void tail_hold(const struct bench *b, struct entry *e, size_t nbytes)
         ;
 }
 
-/* stamps[2 * (entry * iters + i)] = entry time, [+1] = exit time, in seconds. */
-static void run_timed(struct bench *b, const struct buffers *bufs, int warmup, int iters,
+/* ------------------------------------------------------------ one call */
+
+struct call {
+    const void *send;
+    void *recv;
+    int count;
+    MPI_Datatype dt;
+};
+
+/* How a call is made: MPI_Allreduce, or with --nonblocking osu_iallreduce's
+ * pure communication, posted and waited for at once.  0 or an MPI error. */
+struct call_mode {
+    const char *name; /* in messages */
+    int (*run)(const struct entry *e, const struct call *c);
+};
+
+static int call_blocking(const struct entry *e, const struct call *c)
+{
+    return e->fns->allreduce(c->send, c->recv, c->count, c->dt, MPI_SUM, e->comm);
+}
+
+static int call_post_wait(const struct entry *e, const struct call *c)
+{
+    MPI_Request req;
+    int rc = e->fns->iallreduce(c->send, c->recv, c->count, c->dt, MPI_SUM, e->comm, &req);
+
+    return rc != MPI_SUCCESS ? rc : e->fns->wait(&req, MPI_STATUS_IGNORE);
+}
+
+/* Indexed by cfg.nonblocking. */
+static const struct call_mode call_modes[] = {
+    {"MPI_Allreduce", call_blocking},
+    {"MPI_Iallreduce", call_post_wait},
+};
+
+/* --test-during-compute tests at every tenth of the compute phase but the
+ * last, which MPI_Wait follows at once. */
+#define TEST_SLICES 10
+
+/* The compute phase of an overlapped call: a busy loop on the clock for
+ * secs, with no MPI call, the stand-in for the work the call should hide.
+ * With test, MPI_Test at every tenth of it, as osu_iallreduce -t does, until
+ * the request completes; time inside MPI_Test is communication, not
+ * computing, and is left out of the result, as osu_iallreduce leaves it out
+ * of its compute time.  Returns the seconds computed; *tests counts the
+ * MPI_Test calls, *rc takes the first error. */
+static double compute_phase(const struct entry *e, MPI_Request *req, double secs, bool test,
+                            int *tests, int *rc)
+{
+    double start = now_monotonic(), end = start + secs, in_test = 0, t;
+    int done = !test, k = 1;
+
+    *tests = 0;
+    while ((t = now_monotonic()) < end) {
+        if (done || k >= TEST_SLICES || t < start + secs * k / TEST_SLICES)
+            continue;
+        int r = e->fns->test(req, &done, MPI_STATUS_IGNORE);
+        in_test += now_monotonic() - t;
+        (*tests)++;
+        k++;
+        if (r != MPI_SUCCESS && *rc == MPI_SUCCESS)
+            *rc = r;
+        done = done || r != MPI_SUCCESS;
+    }
+    return t - start - in_test;
+}
+
+/* What one overlapped call records, per rank. */
+enum { OV_POST, OV_DONE, OV_COMPUTE, OV_TESTS, OV_WIDTH };
+
+/* One overlapped call: post, compute for compute_s, wait.  0 or the first
+ * MPI error. */
+static int call_overlapped(const struct bench *b, const struct entry *e, const struct call *c,
+                           double compute_s, double *rec)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int tests = 0, rc;
+    bool posted;
+
+    rec[OV_POST] = b->now();
+    rc = e->fns->iallreduce(c->send, c->recv, c->count, c->dt, MPI_SUM, e->comm, &req);
+    posted = rc == MPI_SUCCESS;
+    /* After a failed post there is no request, but the rank still computes:
+     * its compute time stays comparable. */
+    rec[OV_COMPUTE] = compute_phase(e, &req, compute_s, b->cfg.test_compute && posted, &tests, &rc);
+    /* A request that MPI_Test completed, or freed on an error, is NULL now. */
+    if (posted && req != MPI_REQUEST_NULL) {
+        int w = e->fns->wait(&req, MPI_STATUS_IGNORE);
+        rc = rc != MPI_SUCCESS ? rc : w;
+    }
+    rec[OV_DONE] = b->now();
+    rec[OV_TESTS] = tests;
+    return rc;
+}
+
+/* ------------------------------------------------------------ timed loop */
+
+/* A timed loop: what every call of it does.  call records `width` doubles
+ * at rec (timed or not) and returns 0 or an MPI error. */
+struct phase {
+    int width;
+    int (*call)(struct bench *b, struct entry *e, const struct phase *ph, bool timed, double *rec);
+    struct call args;
+    const double *compute_s; /* overlap: each entry's compute phase, in seconds */
+    size_t nbytes;
+};
+
+/* Pure communication (or the blocking call): rec = {entry, exit} time. */
+static int phase_pure(struct bench *b, struct entry *e, const struct phase *ph, bool timed,
+                      double *rec)
+{
+    int rc;
+
+    rec[0] = b->now();
+    rc = b->mode->run(e, &ph->args);
+    /* Timed calls only: a library that adapts cannot see the held
+     * time anyway, and warm-up is for it to adapt. */
+    if (e->tail && timed)
+        tail_hold(b, e, ph->nbytes);
+    rec[1] = b->now();
+    return rc;
+}
+
+static int phase_overlap(struct bench *b, struct entry *e, const struct phase *ph, bool timed,
+                         double *rec)
+{
+    (void)timed;
+    return call_overlapped(b, e, &ph->args, ph->compute_s[e - b->ent], rec);
+}
+
+/* stamps[width * (entry * iters + i) + k]: what ph->call recorded for timed
+ * iteration i of the entry. */
+static void run_timed(struct bench *b, const struct phase *ph, int warmup, int iters,
                       double *stamps)
 {
-    const void *send = b->cfg.inplace ? MPI_IN_PLACE : bufs->send;
     bool late = b->rank == b->cfg.straggler;
+    double scratch[OV_WIDTH];
 
     for (int k = 0; k < b->nent; k++)
         b->ent[k].tail_rng = 0x5A3D1E0000000000ull + (uint64_t)b->rank * 0x2545F4914F6CDD1Dull;
+    went_to_ompi(b); /* the calls before this loop are not its own */
     for (int i = 0; i < warmup + iters; i++) {
         for (int k = 0; k < b->nent; k++) {
             /* Rotating the first entry keeps any advantage of running first
              * after the previous entry from always landing on one algorithm. */
             int ei = (i + k) % b->nent;
             struct entry *e = &b->ent[ei];
-            double t0, t1;
-            int rc;
+            bool timed = i >= warmup;
+            double *rec = timed ? &stamps[(size_t)ph->width *
+                                          ((size_t)ei * (size_t)iters + (size_t)(i - warmup))]
+                                : scratch;
+            bool ompi;
 
             MPI_Barrier(e->comm);
             /* Warm-up calls are late too, so a library that adapts to a
-             * straggler has done so before the timed calls start. */
+             * straggler has done so before the timed calls start.  With
+             * --nonblocking the straggler posts late. */
             if (late)
                 straggle(b, i);
-            t0 = b->now();
-            rc = (e->direct ? PMPI_Allreduce : MPI_Allreduce)(send, bufs->recv, (int)bufs->count,
-                                                              b->cfg.dt->mpi, MPI_SUM, e->comm);
-            /* Timed calls only: a library that adapts cannot see the held
-             * time anyway, and warm-up is for it to adapt. */
-            if (e->tail && i >= warmup)
-                tail_hold(b, e, bufs->nbytes);
-            t1 = b->now();
-            note_error(e, rc);
-            note_auto(b, e, bufs->nbytes);
-            if (i >= warmup) {
-                double *s = &stamps[2 * ((size_t)ei * (size_t)iters + (size_t)(i - warmup))];
-                s[0] = t0;
-                s[1] = t1;
-                note_ran(e);
-            }
+            note_error(e, ph->call(b, e, ph, timed, rec));
+            ompi = went_to_ompi(b);
+            note_auto(b, e, ph->nbytes);
+            if (timed)
+                note_ran(e, ompi);
         }
     }
 }
 
 /* ------------------------------------------------------------ validation */
 
-/* One untimed call; 0 when every element and the guard bytes are right on
+/* One untimed call, made as the timed ones are (MPI_Iallreduce and MPI_Wait
+ * with --nonblocking); 0 when every element and the guard bytes are right on
  * this rank.  The first wrong element is reported by the rank that saw it. */
 static int validate_call(struct bench *b, struct entry *e, const struct pattern *p,
                          const struct buffers *bufs, bool inplace, size_t bytes)
@@ -1161,18 +1381,18 @@ static int validate_call(struct bench *b, struct entry *e, const struct pattern 
     const struct dtype *dt = b->cfg.dt;
     const char *form = inplace ? "in-place" : "out-of-place";
     unsigned char *guard = (unsigned char *)bufs->recv + bufs->nbytes;
+    struct call c = {inplace ? MPI_IN_PLACE : bufs->send, bufs->recv, (int)bufs->count, dt->mpi};
     int rc;
 
     memset(bufs->recv, GUARD_FILL, bufs->nbytes + GUARD_BYTES);
     pattern_fill(b, p, inplace ? bufs->recv : bufs->send, bufs->count);
-    rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : bufs->send, bufs->recv, (int)bufs->count, dt->mpi,
-                       MPI_SUM, e->comm);
+    rc = b->mode->run(e, &c);
     if (rc != MPI_SUCCESS) {
         char err[MPI_MAX_ERROR_STRING];
         int len;
         MPI_Error_string(rc, err, &len);
-        fprintf(stderr, "sampi_bench: rank %d: %s, %zu bytes, %s: MPI_Allreduce failed: %s\n",
-                b->rank, e->spec->spec, bytes, form, err);
+        fprintf(stderr, "sampi_bench: rank %d: %s, %zu bytes, %s: %s failed: %s\n", b->rank,
+                e->spec->spec, bytes, form, b->mode->name, err);
         return 1;
     }
     for (size_t i = 0; i < bufs->count; i++) {
@@ -1233,6 +1453,9 @@ struct result {
     double last_p25, last_p75, last_mean;
     double tail_p50, tail_p90, tail_p99;
     double busbw, ratio; /* NaN: not defined */
+    bool nonblocking;
+    const char *progress;                     /* NULL: blocking, or unknown */
+    double compute, overall, overlap, ntests; /* NaN: blocking */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -1315,6 +1538,50 @@ static void compute_entry(const struct bench *b, const double *all, int ei, int 
                                    : NAN;
 }
 
+/* The mean time of entry ei's calls over all ranks and timed iterations, in
+ * seconds, from the gathered {entry, exit} stamps: osu's average latency,
+ * the mean of every rank's mean (each rank makes as many calls). */
+static double mean_call_s(const struct bench *b, const double *all, int ei, int iters)
+{
+    size_t per_rank = 2 * (size_t)b->nent * (size_t)iters;
+    double sum = 0;
+
+    for (int r = 0; r < b->np; r++) {
+        for (int i = 0; i < iters; i++) {
+            const double *s = &all[r * per_rank + 2 * ((size_t)ei * (size_t)iters + (size_t)i)];
+            sum += s[1] - s[0];
+        }
+    }
+    return sum / ((double)b->np * iters);
+}
+
+/* osu_iallreduce's numbers from the overlap phase's OV_WIDTH records, each a
+ * mean over ranks and timed calls: the compute time, the overall time (post
+ * to completion) and the share of the pure communication time (res->avg, the
+ * same kind of mean) that the compute hid:
+ * max(0, 100 (1 - (overall - compute) / pure)). */
+static void compute_overlap(const struct bench *b, const double *all, int ei, int iters,
+                            struct result *res)
+{
+    size_t per_rank = OV_WIDTH * (size_t)b->nent * (size_t)iters;
+    double overall = 0, compute = 0, tests = 0, n = (double)b->np * iters;
+
+    for (int r = 0; r < b->np; r++) {
+        for (int i = 0; i < iters; i++) {
+            const double *s =
+                &all[r * per_rank + OV_WIDTH * ((size_t)ei * (size_t)iters + (size_t)i)];
+            overall += s[OV_DONE] - s[OV_POST];
+            compute += s[OV_COMPUTE];
+            tests += s[OV_TESTS];
+        }
+    }
+    res->overall = overall / n * 1e6;
+    res->compute = compute / n * 1e6;
+    res->ntests = tests / n;
+    res->overlap =
+        res->avg > 0 ? fmax(0, 100 * (1 - (res->overall - res->compute) / res->avg)) : NAN;
+}
+
 static double median_ratio(const double *last, const double *native, int iters, double *work)
 {
     int n = 0;
@@ -1364,6 +1631,9 @@ static void result_init(const struct bench *b, const struct entry *e, size_t byt
     res->tail_emulated = e->tail;
     res->validated = -1;
     res->ratio = NAN;
+    res->nonblocking = b->cfg.nonblocking;
+    res->progress = b->cfg.nonblocking ? b->progress : NULL;
+    res->compute = res->overall = res->overlap = res->ntests = NAN;
     res->ent = e;
     res->auto_converged = res->auto_explorations = -1;
     if (e->pv_ok) {
@@ -1403,6 +1673,7 @@ enum field_show {
     SHOW_FULL = 2,
     SHOW_TAIL = 4,
     SHOW_CHECK = 8,
+    SHOW_NB = 16,
 };
 
 /* One row per reported quantity: its JSON key, its table column (if any) and
@@ -1445,6 +1716,12 @@ static const struct field fields[] = {
     {"last_arrival_mean_us", NULL, 0, F_DBL, R(last_mean), SHOW_JSON},
     {"busbw_MBps", "Busbw(MB/s)", 13, F_DBL, R(busbw), SHOW_ALWAYS},
     {"ratio_vs_native", "vs native", 11, F_DBL, R(ratio), SHOW_ALWAYS},
+    {"nonblocking", NULL, 0, F_BOOL, R(nonblocking), SHOW_JSON},
+    {"progress", NULL, 0, F_OPTSTR, R(progress), SHOW_JSON},
+    {"compute_us", "Compute(us)", 13, F_DBL, R(compute), SHOW_NB},
+    {"overall_us", "Overall(us)", 13, F_DBL, R(overall), SHOW_NB},
+    {"overlap_pct", "Overlap(%)", 12, F_DBL, R(overlap), SHOW_NB},
+    {"test_calls", NULL, 0, F_DBL, R(ntests), SHOW_JSON},
     {"validated", "Validation", 12, F_TRI, R(validated), SHOW_CHECK},
     {"errors", NULL, 0, F_INT, R(errors), SHOW_JSON},
     {"straggler", NULL, 0, F_RANK, R(straggler), SHOW_JSON},
@@ -1465,8 +1742,10 @@ static const struct field fields[] = {
 
 static bool field_shown(const struct bench *b, const struct field *f)
 {
-    return (f->show & SHOW_ALWAYS) || ((f->show & SHOW_FULL) && b->cfg.full) ||
-           ((f->show & SHOW_TAIL) && b->cfg.tail) || ((f->show & SHOW_CHECK) && b->cfg.check);
+    unsigned on = SHOW_ALWAYS | (b->cfg.full ? SHOW_FULL : 0) | (b->cfg.tail ? SHOW_TAIL : 0) |
+                  (b->cfg.check ? SHOW_CHECK : 0) | (b->cfg.nonblocking ? SHOW_NB : 0);
+
+    return (f->show & on) != 0;
 }
 
 static const void *field_ptr(const struct result *res, const struct field *f)
@@ -1652,6 +1931,13 @@ static void print_header(const struct bench *b)
                 "%zu-byte datagrams a rank receives are %.3f ms late%s\n",
                 b->cfg.tail_pct, b->cfg.tail_dgram, b->cfg.tail_delay_ms,
                 getenv("SAMPI_OPTIREDUCE_FAULT") ? "; optireduce: SAMPI_OPTIREDUCE_FAULT" : "");
+    if (b->cfg.nonblocking)
+        fprintf(f,
+                "# nonblocking (progress %s): the latency columns are the pure communication, "
+                "MPI_Iallreduce then MPI_Wait at once; Overall = MPI_Iallreduce, compute for the "
+                "entry's Avg Latency, MPI_Wait%s\n",
+                b->progress ? b->progress : "unknown",
+                b->cfg.test_compute ? ", with MPI_Test every tenth of the compute" : "");
     fprintf(f,
             "# clock: %s; Call = call time of the first rank to arrive, Last = last "
             "arrival to completion\n",
@@ -1684,15 +1970,15 @@ static void report_ran(struct bench *b, struct entry *e, const struct result *re
                 es->spec, res->bytes, es->netdev, res->netdev);
 }
 
-static void report_errors(const struct entry *e, size_t bytes, int count)
+static void report_errors(const struct bench *b, const struct entry *e, size_t bytes, int count)
 {
     char err[MPI_MAX_ERROR_STRING] = "on other ranks";
     int len;
 
     if (e->first_error != MPI_SUCCESS)
         MPI_Error_string(e->first_error, err, &len);
-    fprintf(stderr, "sampi_bench: %s at %zu bytes: %d MPI_Allreduce calls failed (%s)\n",
-            e->spec->spec, bytes, count, err);
+    fprintf(stderr, "sampi_bench: %s at %zu bytes: %d %s calls failed (%s)\n", e->spec->spec, bytes,
+            count, b->mode->name, err);
 }
 
 /* ------------------------------------------------------------ one size */
@@ -1705,8 +1991,9 @@ static void default_counts(const struct bench *b, size_t bytes, int *iters, int 
     *warmup = b->cfg.warmup >= 0 ? b->cfg.warmup : large ? WARMUP_LARGE : WARMUP_SMALL;
 }
 
-/* Rank 0: metrics for every entry of one size, then print them. */
-static void report_size(struct bench *b, const double *all, size_t bytes,
+/* Rank 0: metrics for every entry of one size, then print them.  oall: the
+ * overlap phase's records with --nonblocking, else NULL. */
+static void report_size(struct bench *b, const double *all, const double *oall, size_t bytes,
                         const struct buffers *bufs, int iters, int warmup, const int *errors,
                         const int *failures)
 {
@@ -1722,6 +2009,8 @@ static void report_size(struct bench *b, const double *all, size_t bytes,
     for (int ei = 0; ei < b->nent; ei++) {
         result_init(b, &b->ent[ei], bytes, bufs, iters, warmup, &res[ei]);
         compute_entry(b, all, ei, iters, &res[ei], last + (size_t)ei * (size_t)iters, work);
+        if (oall)
+            compute_overlap(b, oall, ei, iters, &res[ei]);
         res[ei].errors = errors[ei];
         if (b->cfg.check)
             res[ei].validated = failures[ei] == 0 && errors[ei] == 0;
@@ -1738,7 +2027,7 @@ static void report_size(struct bench *b, const double *all, size_t bytes,
     }
     for (int ei = 0; ei < b->nent; ei++) {
         if (errors[ei])
-            report_errors(&b->ent[ei], bytes, errors[ei]);
+            report_errors(b, &b->ent[ei], bytes, errors[ei]);
         if (res[ei].validated == 0 || errors[ei])
             b->status = BENCH_FAILED;
         if (b->cfg.json)
@@ -1753,24 +2042,69 @@ out:
     free(work);
 }
 
+/* One phase's records: this rank's, and every rank's at rank 0. */
+struct stamps {
+    double *mine, *all;
+    size_t per_rank;
+};
+
+static void free_stamps(struct stamps *st)
+{
+    free(st->mine);
+    free(st->all);
+    st->mine = st->all = NULL;
+}
+
+/* false when this rank could not allocate. */
+static bool alloc_stamps(const struct bench *b, struct stamps *st, int width, int iters)
+{
+    st->per_rank = (size_t)width * (size_t)b->nent * (size_t)iters;
+    st->mine = malloc(st->per_rank * sizeof(double));
+    st->all = is_root(b) ? malloc(st->per_rank * (size_t)b->np * sizeof(double)) : NULL;
+    return st->mine && (!is_root(b) || st->all);
+}
+
+static void gather_stamps(struct stamps *st)
+{
+    MPI_Gather(st->mine, (int)st->per_rank, MPI_DOUBLE, st->all, (int)st->per_rank, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+}
+
+/* --nonblocking's second phase: every rank computes, in each call of an
+ * entry, for the entry's mean pure communication time, which rank 0 found in
+ * the first phase's stamps (pure->all) and sends to all, so that every rank
+ * computes alike and the compute stands for the same work everywhere. */
+static void run_overlap(struct bench *b, struct phase *ph, const struct stamps *pure, int warmup,
+                        int iters, struct stamps *ov)
+{
+    double compute_s[MAX_ENTRIES];
+
+    for (int ei = 0; is_root(b) && ei < b->nent; ei++)
+        compute_s[ei] = mean_call_s(b, pure->all, ei, iters);
+    PMPI_Bcast(compute_s, b->nent, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    ph->width = OV_WIDTH;
+    ph->call = phase_overlap;
+    ph->compute_s = compute_s;
+    run_timed(b, ph, warmup, iters, ov->mine);
+    ph->compute_s = NULL;
+    gather_stamps(ov);
+}
+
 static int run_size(struct bench *b, size_t bytes)
 {
     struct buffers bufs;
     struct pattern p;
+    struct phase ph;
+    struct stamps pure = {0}, ov = {0};
     int iters, warmup, rc = 0;
     int local_err[MAX_ENTRIES], errors[MAX_ENTRIES] = {0}, failures[MAX_ENTRIES] = {0};
-    size_t per_rank;
-    double *stamps = NULL, *all = NULL;
     bool ok;
 
     default_counts(b, bytes, &iters, &warmup);
-    per_rank = 2 * (size_t)b->nent * (size_t)iters;
     if (alloc_buffers(b, bytes, &bufs))
         return -1;
-    stamps = malloc(per_rank * sizeof(double));
-    if (is_root(b))
-        all = malloc(per_rank * (size_t)b->np * sizeof(double));
-    ok = stamps && (!is_root(b) || all);
+    ok = alloc_stamps(b, &pure, 2, iters) &&
+         (!b->cfg.nonblocking || alloc_stamps(b, &ov, OV_WIDTH, iters));
     if (agree_min(ok) == 0) {
         if (!ok)
             fprintf(stderr, "sampi_bench: rank %d: cannot allocate the timestamps\n", b->rank);
@@ -1785,20 +2119,26 @@ static int run_size(struct bench *b, size_t bytes)
     memset(bufs.recv, 0, bufs.nbytes + GUARD_BYTES);
     for (int ei = 0; ei < b->nent; ei++)
         reset_entry_counters(b, &b->ent[ei]);
-    run_timed(b, &bufs, warmup, iters, stamps);
+    ph = (struct phase){.width = 2,
+                        .call = phase_pure,
+                        .args = {b->cfg.inplace ? MPI_IN_PLACE : bufs.send, bufs.recv,
+                                 (int)bufs.count, b->cfg.dt->mpi},
+                        .nbytes = bufs.nbytes};
+    run_timed(b, &ph, warmup, iters, pure.mine);
+    gather_stamps(&pure);
+    if (b->cfg.nonblocking)
+        run_overlap(b, &ph, &pure, warmup, iters, &ov);
 
     if (b->cfg.check)
         validate_all(b, &bufs, bytes, failures);
     for (int ei = 0; ei < b->nent; ei++)
         local_err[ei] = b->ent[ei].errors;
     MPI_Reduce(local_err, errors, b->nent, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Gather(stamps, (int)per_rank, MPI_DOUBLE, all, (int)per_rank, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
     if (is_root(b))
-        report_size(b, all, bytes, &bufs, iters, warmup, errors, failures);
+        report_size(b, pure.all, ov.all, bytes, &bufs, iters, warmup, errors, failures);
 out:
-    free(stamps);
-    free(all);
+    free_stamps(&pure);
+    free_stamps(&ov);
     free_buffers(&bufs);
     return rc;
 }
@@ -1822,9 +2162,15 @@ static int run(struct bench *b, int argc, char **argv)
             printf("sampi_bench (SAMPI) %s\n", sampi_version());
         return BENCH_OK;
     }
+    b->mode = &call_modes[b->cfg.nonblocking];
+    /* A failed nonblocking call's error goes to MPI_COMM_WORLD's handler, not
+     * to its communicator's (sampi(7) NONBLOCKING): returned, it is counted
+     * and reported as a blocking call's is, instead of aborting the job. */
+    if (b->cfg.nonblocking)
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (setup_entries(b))
         return BENCH_USAGE;
-    setup_auto_pvars(b);
+    setup_pvars(b);
     b->info = b->cfg.json ? stderr : stdout;
     choose_clock(b);
     if (is_root(b))
