@@ -236,7 +236,7 @@ static void settle(const struct sampi_coll_args *a, struct sampi_netdev *nd, str
             continue;
         sampi_log_warn("%s: %d send(s) of this rank's data still pending after the call "
                        "failed (%s): let go; %s may still read this rank's buffer",
-                       w.what, n, strerror(-rc), whom);
+                       w.what, n, sampi_strerror(rc), whom);
         for (int i = 0; i < n; i++)
             nd->ops->cancel(nd, st->pending[i]);
         return;

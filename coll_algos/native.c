@@ -14,5 +14,5 @@ int sampi_allreduce_native(const struct sampi_coll_args *a)
 {
     int rc = PMPI_Allreduce(a->sendbuf, a->recvbuf, (int)a->count, a->datatype, a->mpi_op, a->comm);
     /* PMPI_Allreduce has already invoked the communicator's error handler */
-    return rc == MPI_SUCCESS ? 0 : sampi_error_handled(rc);
+    return rc == MPI_SUCCESS ? 0 : sampi_err_from_mpi(rc);
 }

@@ -144,7 +144,7 @@ static const struct sampi_module *try_file(const char *path, const char *name, c
         if (!rc)
             return m; /* stays loaded for the life of the process */
         /* whatever init started stays mapped: no dlclose */
-        say(why, len, "%s: its init failed: %s", path, strerror(-rc));
+        say(why, len, "%s: its init failed: %s", path, sampi_strerror(rc));
         return NULL;
     }
     say(why, len, "%s: %s", path, problem);

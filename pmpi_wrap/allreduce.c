@@ -29,6 +29,7 @@
 #include "coll_ctx.h"
 #include "comm.h"
 #include "dtype.h"
+#include "errors.h"
 #include "debug_delay.h"
 #include "lane.h"
 #include "revoke.h"

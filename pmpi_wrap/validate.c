@@ -9,6 +9,7 @@
  * Open MPI would not catch before touching memory (a NULL buffer with a
  * positive count) SAMPI reports as MPI_ERR_BUFFER.
  */
+#include "errors.h"
 #include "stats.h"
 #include "sampi_internal.h"
 #include "wrap.h"
@@ -76,7 +77,7 @@ int sampi_report_error(MPI_Comm comm, int neg_errno)
     if (neg_errno == 0)
         return MPI_SUCCESS;
     int cls = sampi_errno_to_mpi(neg_errno);
-    if (neg_errno > -SAMPI_EHANDLED)
+    if (sampi_err_mpi_class(neg_errno) < 0) /* Open MPI reported its own */
         PMPI_Comm_call_errhandler(comm, cls);
     return cls;
 }

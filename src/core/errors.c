@@ -1,29 +1,18 @@
 /*
- * errors.c - the library's negative errnos as MPI error classes, for the
- * MPI boundary (sampi_internal.h).
+ * errors.c - the library's negative errors as MPI error classes, for the
+ * MPI boundary (errors.h).
  */
+#include "errors.h"
+
 #include "revoke.h"
 #include "sampi_internal.h"
 
 #include <errno.h>
 
-int sampi_errno_is_mismatch(int neg_errno)
-{
-    switch (-neg_errno) {
-    case SAMPI_EMISMATCH_COUNT:
-    case SAMPI_EMISMATCH_TYPE:
-    case SAMPI_EMISMATCH_OP:
-    case SAMPI_EMISMATCH_PATTERN:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 int sampi_errno_to_mpi(int neg_errno)
 {
-    if (neg_errno <= -SAMPI_EHANDLED)
-        return -neg_errno - SAMPI_EHANDLED;
+    if (sampi_err_mpi_class(neg_errno) >= 0)
+        return sampi_err_mpi_class(neg_errno);
     if (neg_errno == -SAMPI_EREVOKED)
         return sampi_revoked_code(); /* class MPI_ERR_OTHER, with its own string */
     static const struct {

@@ -90,7 +90,7 @@ static const char *cause_text(int why, char *buf, size_t len)
     else if (sampi_errno_is_mismatch(why))
         snprintf(buf, len, "the ranks passed different %s", sampi_argcheck_what(why));
     else
-        snprintf(buf, len, "a data path error (%s)", strerror(-why));
+        snprintf(buf, len, "a data path error (%s)", sampi_strerror(why));
     return buf;
 }
 

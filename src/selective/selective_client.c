@@ -27,6 +27,7 @@
 #include "coll_ctx.h"
 #include "revoke.h"
 #include "dtype.h"
+#include "errors.h"
 #include "partial_ring.h"
 #include "sampi_internal.h"
 #include "selective_proto.h"

@@ -5,11 +5,13 @@
 #include "algos.h"
 #include "config.h"
 #include "debug_delay.h"
+#include "err.h"
 #include "netdev.h"
 #include "pin.h"
 #include "suites.h"
 
 #include <errno.h>
+#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,12 +254,39 @@ START_TEST(optcc_slowdown_entries)
 }
 END_TEST
 
+/* The three kinds of error the library returns keep apart, and each prints
+ * as itself: SAMPI's causes from their table (never an errno's text), an
+ * errno as strerror, Open MPI's class as its class. */
+START_TEST(errors_print_their_own_cause)
+{
+    ck_assert_str_eq(sampi_strerror(-SAMPI_EMISMATCH_OP), "the ranks passed different ops");
+    ck_assert_str_eq(sampi_strerror(-SAMPI_EMISMATCH_COUNT), "the ranks passed different counts");
+    for (int e = SAMPI_ERR_BASE; e < SAMPI_ERR_END; e++) {
+        ck_assert_ptr_nonnull(sampi_strerror(-e));
+        ck_assert_str_ne(sampi_strerror(-e), "unknown SAMPI error");
+        ck_assert_int_eq(sampi_err_mpi_class(-e), -1);
+    }
+    ck_assert_str_eq(sampi_strerror(-ENOMEM), strerror(ENOMEM));
+    ck_assert_str_eq(sampi_strerror(-EBADMSG), strerror(EBADMSG));
+    ck_assert_int_eq(sampi_err_mpi_class(-ENOMEM), -1);
+    ck_assert_int_eq(sampi_err_mpi_class(sampi_err_from_mpi(MPI_ERR_TRUNCATE)), MPI_ERR_TRUNCATE);
+    ck_assert_int_eq(sampi_err_mpi_class(sampi_err_from_mpi(MPI_SUCCESS)), MPI_SUCCESS);
+    ck_assert_ptr_nonnull(
+        strstr(sampi_strerror(sampi_err_from_mpi(MPI_ERR_TRUNCATE)), "MPI error class"));
+    ck_assert(sampi_errno_is_mismatch(-SAMPI_EMISMATCH_PATTERN));
+    ck_assert(!sampi_errno_is_mismatch(-SAMPI_EREVOKED));
+    ck_assert(!sampi_errno_is_mismatch(-ERANGE));
+}
+END_TEST
+
 Suite *sampi_config_suite(void)
 {
     return UNIT_SUITE(
-        "config", {.name = "registry",
-                   UNIT_TESTS(every_default_parses, sizes_take_suffixes, integers_are_range_checked,
-                              booleans, enums_list_accepted_values, enum_items_match_their_tables,
-                              environment_then_writes, env_names, pattern_hash_tracks_pattern_only,
-                              pin_lists, debug_delay_entries, optcc_slowdown_entries)});
+        "config",
+        {.name = "registry",
+         UNIT_TESTS(every_default_parses, sizes_take_suffixes, integers_are_range_checked, booleans,
+                    enums_list_accepted_values, enum_items_match_their_tables,
+                    environment_then_writes, env_names, pattern_hash_tracks_pattern_only, pin_lists,
+                    debug_delay_entries, optcc_slowdown_entries)},
+        {.name = "errors", UNIT_TESTS(errors_print_their_own_cause)});
 }
