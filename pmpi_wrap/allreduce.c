@@ -225,7 +225,7 @@ static int enter(struct call *k, int *rc)
      * one included: never PMPI_Allreduce, which would pair with the others'
      * previous call.  After a quiet call (settle) there is nothing to look
      * for, which keeps Open MPI's progress engine out of a small call. */
-    if (c->revoked || (!c->quiet && sampi_revoke_poll(c))) {
+    if (c->revoked || (!c->quiet && sampi_comm_poll(c))) {
         *rc = report(k, -SAMPI_EREVOKED);
         return 0;
     }
@@ -286,9 +286,9 @@ static int prepare(struct call *k, int *rc)
         }
     } else if (sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE)) {
         k->checked = 1;
-        prc = sampi_argcheck_post(c, &k->a, SAMPI_ALGO_NATIVE);
+        prc = sampi_argcheck_post(c, &k->a, SAMPI_ALGO_NATIVE, sampi_comm_pattern_hash(c));
         if (!prc)
-            prc = sampi_argcheck_finish(c);
+            prc = sampi_comm_check_finish(c);
         if (prc)
             sampi_revoke(c, prc, "the argument check");
     }
@@ -307,7 +307,7 @@ static int run(struct call *k)
     struct sampi_comm *c = k->c;
     int rc = 0;
     if (k->algo != SAMPI_ALGO_NATIVE) {
-        rc = sampi_argcheck_post(c, &k->a, k->algo);
+        rc = sampi_argcheck_post(c, &k->a, k->algo, sampi_comm_pattern_hash(c));
         sampi_debug_stall_apply();
     }
     if (!rc) {
@@ -364,7 +364,7 @@ static int settle(struct call *k, int rc)
             open_lane(k);
         return MPI_SUCCESS;
     }
-    rc = sampi_argcheck_cause(c, rc);
+    rc = sampi_comm_check_cause(c, rc);
     const char *where = "the data exchange";
     if (!rc && k->tracked) {
         double cost = -1;

@@ -30,7 +30,7 @@ static int host_note_substitute(void *owner, int why, enum sampi_algo_id instead
 static void host_give_up(void *owner, int why, const char *what)
 {
     struct sampi_comm *c = owner;
-    sampi_revoke(c, sampi_argcheck_cause(c, why), what);
+    sampi_revoke(c, sampi_comm_check_cause(c, why), what);
 }
 
 static int host_released(void *owner, int peer)
@@ -40,7 +40,7 @@ static int host_released(void *owner, int peer)
 
 static int host_agreed(void *owner)
 {
-    return sampi_argcheck_finish(owner);
+    return sampi_comm_check_finish(owner);
 }
 
 /* The state of `sub`, made a part of c at its first use: it takes c's data
@@ -55,7 +55,7 @@ static int part_of(struct sampi_comm *c, MPI_Comm sub, struct sampi_comm **out)
         s->parent = c;
         s->forced_netdev = c->forced_netdev;
     }
-    return sampi_revoke_poll(s);
+    return sampi_comm_poll(s);
 }
 
 static int host_part(void *owner, MPI_Comm sub, struct sampi_coll_ctx *out)

@@ -292,3 +292,15 @@ void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *x)
         free(x->mem);
     sampi_p2p_allreduce_init(x);
 }
+
+int sampi_request_cancel(MPI_Request *req)
+{
+    if (*req == MPI_REQUEST_NULL)
+        return 0;
+    MPI_Status st;
+    int cancelled = 0;
+    PMPI_Cancel(req);
+    PMPI_Wait(req, &st);
+    PMPI_Test_cancelled(&st, &cancelled);
+    return !cancelled;
+}

@@ -126,4 +126,9 @@ static inline const void *sampi_p2p_allreduce_result(const struct sampi_p2p_allr
  * caller.  x is then as after init. */
 void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *x);
 
+/* Cancel a pending point-to-point receive of SAMPI's own and wait for it
+ * to end (cancelled or completed); a no-op on MPI_REQUEST_NULL.  1 when it
+ * completed with its message instead of being cancelled. */
+int sampi_request_cancel(MPI_Request *req);
+
 #endif

@@ -295,15 +295,3 @@ int sampi_waiter_barrier(struct sampi_waiter *w, MPI_Comm comm)
     unsigned char in = 0, out;
     return p2p_allreduce(w, SAMPI_P2P_SUB_BARRIER, &in, &out, 1, MPI_BYTE, MPI_BOR, comm);
 }
-
-int sampi_request_cancel(MPI_Request *req)
-{
-    if (*req == MPI_REQUEST_NULL)
-        return 0;
-    MPI_Status st;
-    int cancelled = 0;
-    PMPI_Cancel(req);
-    PMPI_Wait(req, &st);
-    PMPI_Test_cancelled(&st, &cancelled);
-    return !cancelled;
-}

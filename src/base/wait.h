@@ -111,10 +111,6 @@ int sampi_waiter_barrier(struct sampi_waiter *w, MPI_Comm comm);
  * or reuse them), as the functions above do with their copies. */
 int sampi_waiter_one(struct sampi_waiter *w, MPI_Request *req);
 
-/* Cancel a pending point-to-point receive of SAMPI's own and wait for it
- * to end (cancelled or completed); a no-op on MPI_REQUEST_NULL.  1 when it
- * completed with its message instead of being cancelled. */
-int sampi_request_cancel(MPI_Request *req);
 /* "rank 2" / "ranks 1, 3" / "ranks 1, 3, 5 and 4 more" for a stall warning. */
 void sampi_waiter_ranks(const int *ranks, int n, char *buf, size_t len);
 

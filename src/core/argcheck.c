@@ -22,37 +22,26 @@ _Static_assert((SAMPI_P2P_TAG(SAMPI_P2P_SUB_CHECK, 0) & 31) != SAMPI_REVOKE_TAG 
                    SAMPI_P2P_TAG(SAMPI_P2P_SUB_BARRIER, ~0u) <= 32767,
                "the p2p tags' sub-kinds 0 and 1 are the notices' and the roll call's");
 
-/* The errno each field's mismatch becomes; sampi_errno_to_mpi maps them to
- * the MPI error class Open MPI uses for the same kind of argument. */
-static const struct {
-    int err;
-    const char *what;
-} fields[SAMPI_ARGCHECK__COUNT] = {
-    [SAMPI_ARGCHECK_COUNT] = {SAMPI_EMISMATCH_COUNT, "count"},
-    [SAMPI_ARGCHECK_DATATYPE] = {SAMPI_EMISMATCH_TYPE, "datatype"},
-    [SAMPI_ARGCHECK_OP] = {SAMPI_EMISMATCH_OP, "op"},
-    [SAMPI_ARGCHECK_ALGORITHM] = {SAMPI_EMISMATCH_PATTERN, "algorithm"},
-    [SAMPI_ARGCHECK_SETTINGS] = {SAMPI_EMISMATCH_PATTERN, "settings"},
+/* The cause each field's mismatch becomes (err.h); sampi_errno_to_mpi maps
+ * them to the MPI error class Open MPI uses for the same kind of argument. */
+static const enum sampi_err fields[SAMPI_ARGCHECK__COUNT] = {
+    [SAMPI_ARGCHECK_COUNT] = SAMPI_EMISMATCH_COUNT,
+    [SAMPI_ARGCHECK_DATATYPE] = SAMPI_EMISMATCH_TYPE,
+    [SAMPI_ARGCHECK_OP] = SAMPI_EMISMATCH_OP,
+    [SAMPI_ARGCHECK_ALGORITHM] = SAMPI_EMISMATCH_PATTERN,
+    [SAMPI_ARGCHECK_SETTINGS] = SAMPI_EMISMATCH_PATTERN,
 };
 
 int sampi_argcheck_judge(const long long *out)
 {
     for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++)
         if (out[2 * f] != -out[2 * f + 1])
-            return -fields[f].err;
+            return -(int)fields[f];
     return 0;
 }
 
-const char *sampi_argcheck_what(int err)
-{
-    for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++)
-        if (fields[f].err == -err)
-            return fields[f].what;
-    return "arguments";
-}
-
 int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
-                        enum sampi_algo_id algo)
+                        enum sampi_algo_id algo, uint32_t settings)
 {
     struct sampi_argcheck *k = &c->check;
     k->posted = k->judged = 0;
@@ -64,7 +53,7 @@ int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
         [SAMPI_ARGCHECK_DATATYPE] = (long long)a->dt.elem * 65536 + (long long)a->dt.extent,
         [SAMPI_ARGCHECK_OP] = a->op,
         [SAMPI_ARGCHECK_ALGORITHM] = algo,
-        [SAMPI_ARGCHECK_SETTINGS] = (long long)sampi_comm_pattern_hash(c),
+        [SAMPI_ARGCHECK_SETTINGS] = (long long)settings,
     };
     long long in[2 * SAMPI_ARGCHECK__COUNT];
     for (int f = 0; f < SAMPI_ARGCHECK__COUNT; f++) {
@@ -85,9 +74,8 @@ static void judge(struct sampi_argcheck *k)
     k->verdict = sampi_argcheck_judge(sampi_p2p_allreduce_result(&k->x));
 }
 
-int sampi_argcheck_poll(struct sampi_comm *c)
+int sampi_argcheck_poll(struct sampi_argcheck *k)
 {
-    struct sampi_argcheck *k = &c->check;
     if (!k->posted)
         return 0;
     if (!k->judged) {
@@ -99,28 +87,22 @@ int sampi_argcheck_poll(struct sampi_comm *c)
     return k->verdict;
 }
 
-int sampi_argcheck_finish(struct sampi_comm *c)
+int sampi_argcheck_pending(const struct sampi_argcheck *k)
 {
-    struct sampi_argcheck *k = &c->check;
+    return k->posted && !k->judged;
+}
+
+int sampi_argcheck_finish(struct sampi_argcheck *k, struct sampi_waiter *w)
+{
     if (!k->posted)
         return 0;
     if (!k->judged) {
-        struct sampi_waiter w;
-        sampi_comm_waiter(c, &w, "the argument check");
-        int rc = sampi_waiter_p2p(&w, &k->x);
+        int rc = sampi_waiter_p2p(w, &k->x);
         if (rc)
             return rc;
         judge(k);
     }
     return k->verdict; /* kept until the next post: a later finish in the call says it again */
-}
-
-int sampi_argcheck_cause(struct sampi_comm *c, int rc)
-{
-    if (rc && rc != -EBADMSG)
-        return rc;
-    int verdict = sampi_argcheck_finish(c);
-    return verdict ? verdict : rc;
 }
 
 void sampi_argcheck_init(struct sampi_argcheck *k)

@@ -27,6 +27,7 @@
 #include "p2p_allreduce.h"
 
 #include <mpi.h>
+#include <stdint.h>
 
 enum sampi_argcheck_field {
     SAMPI_ARGCHECK_COUNT,
@@ -48,37 +49,33 @@ struct sampi_argcheck {
 };
 
 struct sampi_comm;
+struct sampi_waiter;
 
 /* Set up k (the state was just made). */
 void sampi_argcheck_init(struct sampi_argcheck *k);
 
 /* Post the check of call `a` running `algo` on c (when sampi_check_args is
- * set).  0, -ENOMEM or -EIO. */
+ * set); `settings` is what the call must agree on beyond its arguments
+ * (sampi_comm_pattern_hash).  0, -ENOMEM or -EIO. */
 int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
-                        enum sampi_algo_id algo);
+                        enum sampi_algo_id algo, uint32_t settings);
 
 /* Non-blocking: 0 while the check is pending or passed, or the mismatch
- * errno once it completed and found one. */
-int sampi_argcheck_poll(struct sampi_comm *c);
+ * error once it completed and found one. */
+int sampi_argcheck_poll(struct sampi_argcheck *k);
 
-/* At the end of the call (or earlier, hier's state): wait for the check
- * (through c's waiter) and return 0, the mismatch errno, or the wait's
- * error; called again in the same call, the same verdict.  0 when none was
- * posted. */
-int sampi_argcheck_finish(struct sampi_comm *c);
+/* Whether a check was posted and its verdict is not known yet. */
+int sampi_argcheck_pending(const struct sampi_argcheck *k);
 
-/* The cause a call with outcome rc reports: a success or a message of the
- * wrong size (-EBADMSG, which points at a mismatch) takes the check's
- * verdict (sampi_argcheck_finish) when it found one, so that every rank
- * reports the same class; any other outcome stands. */
-int sampi_argcheck_cause(struct sampi_comm *c, int rc);
+/* Wait for the check through w (needed only while it is pending) and
+ * return 0, the mismatch error, or the wait's error; called again in the
+ * same call, the same verdict.  0 when none was posted.  The communicator's
+ * own is sampi_comm_check_finish (comm.h). */
+int sampi_argcheck_finish(struct sampi_argcheck *k, struct sampi_waiter *w);
 
 /* The state is being freed: release the exchange (a check still in flight
  * keeps its buffers, let go). */
 void sampi_argcheck_release(struct sampi_argcheck *k);
-
-/* The field a mismatch errno names ("count"), for messages. */
-const char *sampi_argcheck_what(int err);
 
 /* Pure: judge a reduced vector of (v, -v) pairs (for tests).  0, or the
  * errno of the first field that differs. */

@@ -46,7 +46,7 @@ static void state_free(struct sampi_comm *c)
         int finalized = 0;
         PMPI_Finalized(&finalized);
         if (!finalized) {
-            sampi_revoke_poll(c); /* a notice that came meanwhile counts too */
+            sampi_comm_poll(c); /* a notice that came meanwhile counts too */
             sampi_revoke_disarm(c);
             /* A revoked communicator's messages may still be in flight, and
              * Open MPI gives a freed communicator's context id to the next
@@ -138,30 +138,75 @@ uint32_t sampi_comm_pattern_hash(const struct sampi_comm *c)
     return h * 31u + (uint32_t)(c->forced_netdev + 1);
 }
 
+int sampi_comm_poll(struct sampi_comm *c)
+{
+    if (c->revoked)
+        return c->revoked;
+    int rc = sampi_argcheck_poll(&c->check);
+    if (rc) {
+        sampi_revoke(c, rc, "the argument check");
+        return c->revoked;
+    }
+    if (c->parent && (rc = sampi_comm_poll(c->parent))) {
+        /* the call this part serves failed: its peers here stop too */
+        sampi_revoke(c, rc, "the communicator it is a part of");
+        return c->revoked;
+    }
+    return sampi_revoke_poll(c);
+}
+
+static int poll_hook(void *owner)
+{
+    return sampi_comm_poll(owner);
+}
+
+static void describe_hook(void *owner, char *buf, size_t len)
+{
+    sampi_comm_describe(owner, buf, len);
+}
+
+void sampi_comm_waiter(struct sampi_comm *c, struct sampi_waiter *w, const char *what)
+{
+    sampi_waiter_init(w, what, poll_hook, describe_hook, c);
+}
+
+int sampi_comm_check_finish(struct sampi_comm *c)
+{
+    struct sampi_waiter w, *wp = NULL;
+    if (sampi_argcheck_pending(&c->check)) {
+        sampi_comm_waiter(c, &w, "the argument check");
+        wp = &w;
+    }
+    return sampi_argcheck_finish(&c->check, wp);
+}
+
+int sampi_comm_check_cause(struct sampi_comm *c, int rc)
+{
+    if (rc && rc != -EBADMSG)
+        return rc;
+    int verdict = sampi_comm_check_finish(c);
+    return verdict ? verdict : rc;
+}
+
 /* Proposals for communicator ids: (counter << 24) | world rank.  The join
  * takes the largest proposal, and every rank then moves its counter past
  * it, so two communicators that share a process get different ids however
  * the ranks interleave their first calls (a Lamport clock): the same
  * proposer never proposes twice the same counter. */
-#define LABEL_SHIFT 24
 static _Atomic uint64_t next_label;
-
-uint64_t sampi_comm_label(const struct sampi_comm *c)
-{
-    return c->id >> LABEL_SHIFT;
-}
 
 static uint64_t propose_id(void)
 {
     int wrank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    return (atomic_fetch_add(&next_label, 1) << LABEL_SHIFT) | (uint64_t)(wrank & 0xffffff);
+    return (atomic_fetch_add(&next_label, 1) << SAMPI_COMM_LABEL_SHIFT) |
+           (uint64_t)(wrank & 0xffffff);
 }
 
 static void adopt_id(struct sampi_comm *c, uint64_t id)
 {
     c->id = id;
-    uint64_t want = (id >> LABEL_SHIFT) + 1, have = atomic_load(&next_label);
+    uint64_t want = (id >> SAMPI_COMM_LABEL_SHIFT) + 1, have = atomic_load(&next_label);
     while (have < want && !atomic_compare_exchange_weak(&next_label, &have, want))
         ;
 }

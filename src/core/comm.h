@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct sampi_tracker;
 struct sampi_auto_state;
@@ -130,8 +131,46 @@ void sampi_comm_drop_state(MPI_Comm comm);
  * pattern hash and c's own overrides. */
 uint32_t sampi_comm_pattern_hash(const struct sampi_comm *c);
 
-/* The id shown in messages ("communicator 3"): the same on every rank. */
-uint64_t sampi_comm_label(const struct sampi_comm *c);
+/* The id shown in messages ("communicator 3"): the same on every rank.
+ * c->id is (counter << SAMPI_COMM_LABEL_SHIFT) | the proposing world rank
+ * (comm.c). */
+#define SAMPI_COMM_LABEL_SHIFT 24
+static inline uint64_t sampi_comm_label(const struct sampi_comm *c)
+{
+    return c->id >> SAMPI_COMM_LABEL_SHIFT;
+}
+
+/* "communicator 3 (4 ranks), call 17" */
+static inline void sampi_comm_describe(const struct sampi_comm *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "communicator %llu (%d ranks), call %llu",
+             (unsigned long long)sampi_comm_label(c), c->size, (unsigned long long)c->calls);
+}
+
+struct sampi_waiter;
+
+/* A waiter for one of c's exchanges (wait.h): its poll is sampi_comm_poll,
+ * and it describes c in stall warnings. */
+void sampi_comm_waiter(struct sampi_comm *c, struct sampi_waiter *w, const char *what);
+
+/* Whether c's calls must stop: c was revoked, or now is because its
+ * argument check found a mismatch (which comes first: every rank sees the
+ * same verdict, whatever notice reaches it first), the communicator it is a
+ * part of was revoked, or another rank's notice came (sampi_revoke_poll).
+ * 0, or the negative error every call on c now returns. */
+int sampi_comm_poll(struct sampi_comm *c);
+
+/* At the end of the call (or earlier, hier's state): wait for c's argument
+ * check (through c's waiter) and return 0, the mismatch error, or the
+ * wait's error; called again in the same call, the same verdict.  0 when
+ * none was posted. */
+int sampi_comm_check_finish(struct sampi_comm *c);
+
+/* The cause a call with outcome rc reports: a success or a message of the
+ * wrong size (-EBADMSG, which points at a mismatch) takes the check's
+ * verdict (sampi_comm_check_finish) when it found one, so that every rank
+ * reports the same class; any other outcome stands. */
+int sampi_comm_check_cause(struct sampi_comm *c, int rc);
 
 /* Open the data path if not done yet.  Collective: called by every rank for
  * the same call, after the join.  0, or a negative errno, the same on every

@@ -20,10 +20,9 @@
  * revoked communicator.
  */
 #include "revoke.h"
-#include "argcheck.h"
 #include "comm.h"
+#include "p2p_allreduce.h"
 #include "sampi_internal.h"
-#include "wait.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -76,19 +75,13 @@ int sampi_revoked_code(void)
     return revoked_code;
 }
 
-void sampi_comm_describe(struct sampi_comm *c, char *buf, size_t len)
-{
-    snprintf(buf, len, "communicator %llu (%d ranks), call %llu",
-             (unsigned long long)sampi_comm_label(c), c->size, (unsigned long long)c->calls);
-}
-
 static const char *cause_text(int why, char *buf, size_t len)
 {
     if (why == -ETIMEDOUT)
         snprintf(buf, len, "no progress within sampi_timeout_ms=%lld ms",
                  sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS));
     else if (sampi_errno_is_mismatch(why))
-        snprintf(buf, len, "the ranks passed different %s", sampi_argcheck_what(why));
+        snprintf(buf, len, "%s", sampi_strerror(why)); /* "the ranks passed different ops" */
     else
         snprintf(buf, len, "a data path error (%s)", sampi_strerror(why));
     return buf;
@@ -194,18 +187,6 @@ int sampi_revoke_poll(struct sampi_comm *c)
 {
     if (c->revoked)
         return c->revoked;
-    /* a mismatch found by the argument check comes first: every rank sees
-     * the same verdict, whatever notice reaches it first */
-    int rc = sampi_argcheck_poll(c);
-    if (rc) {
-        sampi_revoke(c, rc, "the argument check");
-        return c->revoked;
-    }
-    if (c->parent && (rc = sampi_revoke_poll(c->parent))) {
-        /* the call this part serves failed: its peers here stop too */
-        sampi_revoke(c, rc, "the communicator it is a part of");
-        return c->revoked;
-    }
     if (c->revoke_rx == MPI_REQUEST_NULL)
         return 0;
     for (;;) {
@@ -260,19 +241,4 @@ void sampi_revoke_disarm(struct sampi_comm *c)
         sampi_request_cancel(&rel->rx[r]);
     release_free(rel);
     c->release = NULL;
-}
-
-static int poll_hook(void *owner)
-{
-    return sampi_revoke_poll(owner);
-}
-
-static void describe_hook(void *owner, char *buf, size_t len)
-{
-    sampi_comm_describe(owner, buf, len);
-}
-
-void sampi_comm_waiter(struct sampi_comm *c, struct sampi_waiter *w, const char *what)
-{
-    sampi_waiter_init(w, what, poll_hook, describe_hook, c);
 }

@@ -29,7 +29,6 @@
 #include <stddef.h>
 
 struct sampi_comm;
-struct sampi_waiter;
 
 /* The point-to-point tag of revocation notices on c->ctl.  The mpi netdev's
  * tags keep their kind in the two low bits and never use kind 3 (netdev.h). */
@@ -43,8 +42,9 @@ int sampi_revoke_arm(struct sampi_comm *c);
  * happened and how to go on, and notify the other ranks.  Idempotent. */
 void sampi_revoke(struct sampi_comm *c, int why, const char *what);
 
-/* Look for a notice (or a finished argument check that found a mismatch,
- * argcheck.h).  0, or the negative errno every call on c now returns. */
+/* Look for another rank's notice (sampi_comm_poll also asks the argument
+ * check and the communicator c is a part of).  0, or the negative errno
+ * every call on c now returns. */
 int sampi_revoke_poll(struct sampi_comm *c);
 
 /* After c was revoked on this rank: 1 once `peer` has said that it takes
@@ -58,12 +58,5 @@ int sampi_revoked_code(void);
 
 /* Cancel the notice receive (the state is being freed). */
 void sampi_revoke_disarm(struct sampi_comm *c);
-
-/* A waiter for one of c's exchanges (wait.h): polls revocation, describes c
- * in stall warnings. */
-void sampi_comm_waiter(struct sampi_comm *c, struct sampi_waiter *w, const char *what);
-
-/* "communicator 3 (4 ranks), call 17" */
-void sampi_comm_describe(struct sampi_comm *c, char *buf, size_t len);
 
 #endif

@@ -6,6 +6,7 @@
  * each of them prints "still waiting for rank 3 in opening the data path".
  */
 #include "rollcall.h"
+#include "p2p_allreduce.h"
 #include "wait.h"
 
 #include <stdlib.h>
