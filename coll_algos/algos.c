@@ -30,10 +30,14 @@ const char *const sampi_algo_names[] = {
 
 const struct sampi_algo *sampi_algo_find(const char *name)
 {
-    for (int i = 0; name && i < SAMPI_ALGO__COUNT; i++)
-        if (strcmp(sampi_algos[i].name, name) == 0)
-            return &sampi_algos[i];
-    return NULL;
+    return sampi_algo_find_in(sampi_algos, name);
+}
+
+/* sampi_hier_inter's check (SAMPI_CVAR_PARSE in hier.def): hier says which
+ * rows it may run among the nodes, given the table. */
+int sampi_hier_inter_validate(const char *text, char *err, size_t errlen)
+{
+    return sampi_hier_inter_check(sampi_algos, text, err, errlen);
 }
 
 int sampi_algo_delayable(const char *name)

@@ -11,11 +11,13 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct sampi_netdev;
 struct sampi_stats;
 struct sampi_waiter;
 struct sampi_coll_ctx;
+struct sampi_algo;
 struct sampi_coll_args;
 
 /* Capabilities, in the spirit of MPICH's `restrictions:`.  The selection code
@@ -97,6 +99,10 @@ struct sampi_coll_ctx {
     /* the call is a stage of a composed algorithm (host->part): no
      * composition runs inside it */
     int part;
+    /* the algorithm table (sampi_algos), handed to a composition that runs
+     * others by name (hier's algorithm among the nodes) so that it never
+     * looks up the table that names it */
+    const struct sampi_algo *algos;
     const struct sampi_coll_host *host;
     void *owner; /* the host's first argument */
 };
@@ -189,6 +195,16 @@ extern const struct sampi_algo sampi_algos[SAMPI_ALGO__COUNT];
 
 /* The descriptor named `name`, or NULL. */
 const struct sampi_algo *sampi_algo_find(const char *name);
+/* The row of `table` (SAMPI_ALGO__COUNT rows, as sampi_algos) named `name`,
+ * or NULL (also for a NULL table or name). */
+static inline const struct sampi_algo *sampi_algo_find_in(const struct sampi_algo *table,
+                                                          const char *name)
+{
+    for (int i = 0; table && name && i < SAMPI_ALGO__COUNT; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return &table[i];
+    return NULL;
+}
 /* The id sampi_debug_algo_delay may name `name` by (every algorithm but auto),
  * -1 for any other name. */
 int sampi_algo_delayable(const char *name);
@@ -232,6 +248,11 @@ extern const struct sampi_algo_state_hooks sampi_optcc_state;
 /* hier.c: node-aware composition (hier_plan.h); sampi_hier_inter's check. */
 int sampi_allreduce_hier(const struct sampi_coll_args *args);
 int sampi_hier_suited(const struct sampi_coll_args *args);
+/* Whether `text` names what hier may run among the nodes, given the
+ * algorithm table: 0, or -EINVAL with the reason in err (algos.c hands it
+ * sampi_algos for the registry's sampi_hier_inter_validate). */
+int sampi_hier_inter_check(const struct sampi_algo *table, const char *text, char *err,
+                           size_t errlen);
 extern const struct sampi_algo_state_hooks sampi_hier_state;
 
 /* optireduce.c: approximate, opt-in; see optireduce.h for the rest. */

@@ -54,18 +54,19 @@ struct hier_state {
 
 /* The names sampi_hier_inter accepts: hint, auto, and the exact algorithms
  * but this one. */
-static int inter_allowed(const char *name)
+static int inter_allowed(const struct sampi_algo *table, const char *name)
 {
-    const struct sampi_algo *x = sampi_algo_find(name);
+    const struct sampi_algo *x = sampi_algo_find_in(table, name);
     if (name && strcmp(name, "hint") == 0)
         return 1;
     return x && x->id != SAMPI_ALGO_HIER &&
            (x->id == SAMPI_ALGO_AUTO || (x->caps & SAMPI_CAP_EXACT));
 }
 
-int sampi_hier_inter_validate(const char *text, char *err, size_t errlen)
+int sampi_hier_inter_check(const struct sampi_algo *table, const char *text, char *err,
+                           size_t errlen)
 {
-    if (inter_allowed(text))
+    if (inter_allowed(table, text))
         return 0;
     snprintf(err, errlen,
              "sampi_hier_inter: '%s' is not hint, auto or an exact algorithm other than hier "
@@ -81,13 +82,13 @@ int sampi_hier_inter_validate(const char *text, char *err, size_t errlen)
  * gain), unmeasured - the caller's auto measures hier as a whole against
  * the flat algorithms, and an auto inside, still exploring its own arms,
  * would make hier's first samples look worse than hier is. */
-static enum sampi_algo_id inter_algo(int *explore)
+static enum sampi_algo_id inter_algo(const struct sampi_coll_ctx *ctx, int *explore)
 {
     char name[32];
     sampi_cvar_text(SAMPI_CVAR_HIER_INTER, name, sizeof(name));
     *explore = strcmp(name, "hint") != 0;
-    const struct sampi_algo *x = sampi_algo_find(name);
-    return *explore && inter_allowed(name) && x ? x->id : SAMPI_ALGO_AUTO;
+    const struct sampi_algo *x = sampi_algo_find_in(ctx->algos, name);
+    return *explore && inter_allowed(ctx->algos, name) && x ? x->id : SAMPI_ALGO_AUTO;
 }
 
 static void state_destroy(void *state)
@@ -180,7 +181,7 @@ static int across_nodes(const struct sampi_coll_args *a, const struct hier_state
 {
     const struct sampi_coll_ctx *x = a->ctx;
     int explore;
-    enum sampi_algo_id algo = inter_algo(&explore);
+    enum sampi_algo_id algo = inter_algo(x, &explore);
     return x->host->part_allreduce(x->owner, st->cross, buf, len, a, algo, explore);
 }
 

@@ -123,6 +123,7 @@ void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
         .segment_bytes = (size_t)sampi_cvar_int(SAMPI_CVAR_SEGMENT_BYTES),
         .stats = &c->stats,
         .part = c->parent != NULL,
+        .algos = sampi_algos,
         .host = &comm_host,
         .owner = c,
     };
