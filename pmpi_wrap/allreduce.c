@@ -453,6 +453,14 @@ int sampi_allreduce_part(void *buf, size_t count, MPI_Datatype datatype, MPI_Op 
     return k.c && k.c->revoked ? k.c->revoked : -EIO;
 }
 
+/* A composition's parts run the whole of this file's call (coll_ctx.c's
+ * part_allreduce): handed to the core when the library is loaded, so that
+ * the start-up (runtime.c) need not know this file. */
+__attribute__((constructor)) static void hand_part_entry(void)
+{
+    sampi_coll_ctx_set_part_entry(sampi_allreduce_part);
+}
+
 int sampi_allreduce_nb(const struct sampi_nb_args *n)
 {
     struct call k = {.sendbuf = n->sendbuf,

@@ -44,14 +44,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-/* Requests of nonblocking calls the program has not yet completed or
- * freed, for MPI_Finalize's warning. */
-static _Atomic uint64_t live_requests;
-
-uint64_t sampi_nb_live_requests(void)
-{
-    return atomic_load(&live_requests);
-}
+static void finish(struct sampi_nb_call *call);
 
 /* ------------------------------------------------------------ admitting */
 
@@ -108,8 +101,11 @@ static int admit(struct sampi_nb_args *n, MPI_Request *request, int *rc)
 static struct sampi_nb_call *new_call(const struct sampi_nb_args *n)
 {
     struct sampi_nb_call *call = calloc(1, sizeof(*call));
-    if (call)
+    if (call) {
         call->args = *n;
+        call->run = sampi_allreduce_nb;
+        call->finish = finish;
+    }
     return call;
 }
 
@@ -137,7 +133,7 @@ static int query(void *state, MPI_Status *status)
 static int release(void *state)
 {
     free(state);
-    atomic_fetch_sub(&live_requests, 1);
+    sampi_nb_live_add(-1);
     return MPI_SUCCESS;
 }
 
@@ -184,7 +180,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
         free(call);
         return rc;
     }
-    atomic_fetch_add(&live_requests, 1);
+    sampi_nb_live_add(1);
     *request = call->greq;
     post(call);
     return MPI_SUCCESS;
@@ -378,7 +374,8 @@ int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm)
 
 /* ------------------------------------------------------------ the ending */
 
-void sampi_nb_finish(struct sampi_nb_call *call)
+/* How a finished call reaches its request (struct sampi_nb_call). */
+static void finish(struct sampi_nb_call *call)
 {
     struct sampi_persistent *p = call->persist;
     if (!p) {

@@ -48,6 +48,17 @@ struct sampi_nb_queue {
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sampi_nb_queue *all_queues;
 static int progress_pu = -1;
+static _Atomic uint64_t live_requests;
+
+void sampi_nb_live_add(int delta)
+{
+    atomic_fetch_add(&live_requests, (uint64_t)(int64_t)delta);
+}
+
+uint64_t sampi_nb_live_requests(void)
+{
+    return atomic_load(&live_requests);
+}
 
 void sampi_progress_place(void)
 {
@@ -94,7 +105,7 @@ static void *thread_main(void *arg)
     struct sampi_nb_call *call;
     while ((call = take(q))) {
         struct sampi_comm *c = call->args.c;
-        call->error = sampi_allreduce_nb(&call->args);
+        call->error = call->run(&call->args);
         sampi_stat_add(&c->stats.nb_calls, 1);
         sampi_stat_add(&sampi_process_stats.nb_calls, 1);
         if (call->error != MPI_SUCCESS) {
@@ -105,7 +116,7 @@ static void *thread_main(void *arg)
          * after the program's MPI_Wait must find nothing pending; the queue
          * outlives this (release joins the thread first) */
         atomic_fetch_sub_explicit(&c->nb_pending, 1, memory_order_release);
-        sampi_nb_finish(call);
+        call->finish(call);
     }
     return NULL;
 }

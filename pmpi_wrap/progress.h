@@ -18,13 +18,15 @@ struct sampi_nb_call {
     MPI_Request greq;
     struct sampi_persistent *persist;
     int error; /* MPI_SUCCESS or the class, the same on every rank */
+    /* set by the poster (iallreduce.c), so that the threads know neither:
+     * what the thread runs (allreduce.c's sampi_allreduce_nb: MPI_SUCCESS
+     * or the class), and how the finished call reaches its request, called
+     * on the progress thread; after it, the call object is the request's,
+     * not the thread's */
+    int (*run)(const struct sampi_nb_args *args);
+    void (*finish)(struct sampi_nb_call *call);
     struct sampi_nb_call *next;
 };
-
-/* How a finished call reaches its request (iallreduce.c's): called on the
- * progress thread; after it, the call object is the request's, not the
- * thread's. */
-void sampi_nb_finish(struct sampi_nb_call *call);
 
 /* Start c's progress thread if it has none.  0, or -EAGAIN when no thread
  * could be started (then the call goes to Open MPI). */
@@ -55,7 +57,9 @@ int sampi_persistent_any(void);
 int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm);
 
 /* Requests of nonblocking calls the program has not completed or freed
- * yet (iallreduce.c), for MPI_Finalize's warning. */
+ * yet, for MPI_Finalize's warning: counted by iallreduce.c as it makes and
+ * frees them (delta +1 or -1). */
+void sampi_nb_live_add(int delta);
 uint64_t sampi_nb_live_requests(void);
 
 /* MPI_Finalize: every thread finishes the calls posted to it. */

@@ -17,7 +17,6 @@
 
 #include "algos.h"
 #include "auto.h"
-#include "coll_ctx.h"
 #include "comm.h"
 #include "node.h"
 #include "pin.h"
@@ -139,7 +138,6 @@ int sampi_runtime_mpi_ready(void)
         sampi_log_set_rank(rank);
         sampi_revoked_code(); /* registered now, while every thread is quiet */
         sampi_auto_tuning_load();
-        sampi_coll_ctx_set_part_entry(sampi_allreduce_part);
         if (!sampi_wait_mode_resolved())
             resolve_wait_mode(0);
         if (sampi_comm_init(comm_owners, sizeof(comm_owners) / sizeof(comm_owners[0])) == 0) {
