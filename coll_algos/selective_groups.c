@@ -1,6 +1,7 @@
 /*
  * selective_groups.c - the two pure building blocks of Selective Reduce
- * (Luo et al.; ../shared/specs/selective.md sections 5 and 6).
+ * (Luo et al., "Progress and Bandwidth Aware Partial Model Synchronization
+ * With Selective Reduce", Sec. III-C and III-D).
  *
  * BAG (Alg. 1, bandwidth-aware grouping): sort the ready workers by bandwidth,
  * fastest first; a group takes a mandatory core of p workers, then every next

@@ -16,16 +16,14 @@
  * &req->impl (sized for struct fi_context2), and a completion finds its
  * request again from op_context, whichever wait() call reads it.
  *
- * Waiting (DESIGN rule 6) follows the wait mode (src/base/wait_mode.h): poll
- * and yield read the CQ between sampi_wait_pause turns; block sleeps in
- * fi_cq_sread when the CQ has a file-descriptor wait object.  In libfabric
- * 1.17, tcp;ofi_rxm accepts FI_WAIT_FD and its sread drives the sockets'
- * progress while it sleeps (two ranks both waiting, rendezvous and 512 MiB
- * messages included, were checked); shm refuses FI_WAIT_FD, FI_WAIT_POLLFD
- * and FI_WAIT_MUTEX_COND (-FI_ENOSYS) and its FI_WAIT_UNSPEC is
- * FI_WAIT_YIELD, a sched_yield spin, so shm waits pause as the mode says.
- * A rank waiting 2 s for a silent peer used 0.1% of a core with tcp in block
- * mode, 1.2% with shm, 99.6% polling.
+ * Waiting (docs/design.md, 'Waits follow the node') follows the wait mode (src/base/wait_mode.h):
+ * poll and yield read the CQ between sampi_wait_pause turns; block sleeps in fi_cq_sread when the
+ * CQ has a file-descriptor wait object.  In libfabric 1.17, tcp;ofi_rxm accepts FI_WAIT_FD and its
+ * sread drives the sockets' progress while it sleeps (two ranks both waiting, rendezvous and 512
+ * MiB messages included, were checked); shm refuses FI_WAIT_FD, FI_WAIT_POLLFD and
+ * FI_WAIT_MUTEX_COND (-FI_ENOSYS) and its FI_WAIT_UNSPEC is FI_WAIT_YIELD, a sched_yield spin, so
+ * shm waits pause as the mode says. A rank waiting 2 s for a silent peer used 0.1% of a core with
+ * tcp in block mode, 1.2% with shm, 99.6% polling.
  *
  * Per-rank addresses: with sampi_ofi_bind_base = A.B.C.D, MPI_COMM_WORLD rank
  * r asks fi_getinfo for A.B.C.(D+r) as its source (FI_SOURCE) and defaults to

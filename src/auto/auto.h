@@ -3,7 +3,7 @@
  * tracker sees (tracker.h), the exact algorithms that can run the call, the
  * alpha-beta model's favourite among them (select.h), and the measured
  * choice among those (autosel.h).  Every input is agreed across ranks, so
- * every rank runs the same algorithm (DESIGN rule 1).
+ * every rank runs the same algorithm (docs/design.md, 'Decisions are agreed').
  */
 #ifndef SAMPI_AUTO_H
 #define SAMPI_AUTO_H

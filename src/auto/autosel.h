@@ -7,7 +7,7 @@
  * the call's cost as every rank knows it from the tracking exchange (the time
  * from the last arrival to completion: the shortest stay in the call).  Every
  * rank calls it with the same inputs in the same order, so every rank takes
- * the same decisions (DESIGN rule 1): exploration follows the cell's call
+ * the same decisions (docs/design.md, 'Decisions are agreed'): exploration follows the cell's call
  * count, never a local random draw.
  *
  * The table: one cell per message-size bucket (bytes in (2^(b-1), 2^b]) and

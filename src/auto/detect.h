@@ -11,7 +11,7 @@
  * r), and the detector confirms a rank only when it stands out in several
  * probes in a row, and lets it go after several normal ones (hysteresis), so
  * one noisy probe on a shared host switches nothing.  All ranks run the same
- * code on the same numbers and agree (DESIGN rule 1).
+ * code on the same numbers and agree (docs/design.md, 'Decisions are agreed').
  */
 #ifndef SAMPI_DETECT_H
 #define SAMPI_DETECT_H

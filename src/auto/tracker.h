@@ -10,7 +10,7 @@
  * clock (one double each), and now and then run a short link probe
  * (detect.h).  The decisions for call k+1 are taken from what every rank
  * holds after call k, so all ranks agree without synchronised clocks
- * (DESIGN rule 1).  The exchanges run on the communicator's private
+ * (docs/design.md, 'Decisions are agreed').  The exchanges run on the communicator's private
  * duplicate and wait through its waiter (wait.h); a call that failed skips
  * them, since the failure revokes the communicator and tells the others.
  */

@@ -51,7 +51,7 @@
  * MPI_Finalize, MPI_COMM_WORLD rank 0 adds each live selector with
  * sampi_tuning_collect, sets the table's layout, and calls sampi_tuning_save.
  * Every rank loads the file on its own, so the library compares
- * sampi_tuning_hash across ranks before seeding (DESIGN rule 1: a seeded
+ * sampi_tuning_hash across ranks before seeding (docs/design.md, 'Decisions are agreed': a seeded
  * choice is a decision, and ranks that read different files would disagree).
  */
 #ifndef SAMPI_TUNING_H
