@@ -21,8 +21,8 @@
  * MPI's allreduce and auto (or the setting) would decide the same again,
  * skips all of this: it takes the lane (src/core/lane.h), a key comparison
  * and the counts before PMPI_Allreduce.  That is what a converged small call
- * costs; the full path costs about 0.1 us more (auto's table walk, the
- * argument checks, the attribute lookup).
+ * costs; the full path adds auto's table walk, the argument checks and the
+ * attribute lookup.
  */
 #include "argcheck.h"
 #include "auto.h"

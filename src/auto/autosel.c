@@ -22,8 +22,8 @@ int sampi_autosel_bucket(size_t bytes)
 }
 
 /* What one measured call adds: the tracking exchange, one double per rank
- * through a nonblocking allgather and the waiter (about 9 us at p = 2 on
- * this kind of machine: 1 MiB calls measured one in 2 cost 3.5%). */
+ * through a nonblocking allgather and the waiter, rounded up
+ * (docs/notes/2026-11-small-call-costs.md). */
 #define TRACKING_NS 10000.0
 /* The share of the calls' time measuring may take once a cell converged. */
 #define MEASURE_BUDGET 0.01

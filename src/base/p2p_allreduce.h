@@ -3,8 +3,8 @@
  * point-to-point messages on one of its private communicators.
  *
  * Why not PMPI_Iallreduce: Open MPI 4.1.4's coll/libnbc schedules and
- * allocates for every request (0.52 us against 0.20 us for the same 80
- * bytes exchanged by hand at p = 2 here), and its progress function, once
+ * allocates for every request, which costs more than the exchange itself for
+ * a few bytes (docs/notes/2026-11-small-call-costs.md), and its progress function, once
  * registered, runs in every later opal_progress of the process.  The
  * per-call argument check (src/core/argcheck.c) and the waiter's helpers
  * (wait.h: agreements, the tracker's allgather) use this instead.

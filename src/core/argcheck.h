@@ -13,9 +13,8 @@
  * wait for the straggler before it starts); a data exchange that a mismatch
  * blocks ends when the check completes (the waiter's poll looks at it), and
  * the call's outcome waits for the check.  Cost: one exchange of 80 bytes
- * per doubling step (0.2 us on shared memory at p = 2), overlapped with the
- * call; its later steps (p > 2) advance when the check is looked at (a
- * waiter's poll, the end of the call), since nothing else drives them.
+ * per doubling step, overlapped with the call; its later steps (p > 2) advance when the check is
+ * looked at (a waiter's poll, the end of the call), since nothing else drives them.
  *
  * Calls SAMPI leaves to PMPI_Allreduce are not checked (Open MPI does not
  * check them either).

@@ -123,12 +123,9 @@ static void declare_dead(const char *why)
  * is noisy mostly downwards).  The estimate is a maximum that decays by 10%
  * a ring: a fast rank that met a slow one in a few groups still reports fast,
  * so that selective reduce does not go on grouping them on that evidence.
- * Measured on the shaped testbed (8 ranks, one at 1/8 of the others' rate,
- * 3 runs each, 20 s): the median of the last 5 samples gave 651 iterations
- * and the largest of the last 5 gave 646, against 666 for this rule and 669
- * with the bandwidths declared; a few percent, within the runs' spread, but
- * no gain.  A window short enough to follow a changed link also forgets a
- * fast rank's fast samples after a few slow groups. */
+ * A window of the last samples did no better, and one short enough to
+ * follow a changed link also forgets a fast rank's fast samples after a few
+ * slow groups (docs/notes/2026-11-selective-bandwidth.md). */
 static void note_ring(int m, size_t bytes, double secs)
 {
     if (m < 2 || !(secs > 0))
