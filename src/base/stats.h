@@ -46,11 +46,11 @@ struct sampi_stats {
      * take); not in calls[] */
     _Atomic uint64_t nb_calls;
     _Atomic uint64_t nb_native;
-    /* Arrival of the ranks, as the data path observes it: see
-     * sampi_stats_note_arrival. */
+    /* Arrival of the ranks, as the tracker observes it in tracked calls:
+     * see sampi_stats_note_arrival. */
     _Atomic uint64_t arrival_samples;     /* calls with an observation */
-    _Atomic uint64_t arrival_skew_sum_ns; /* sum of the late ranks' delays */
-    _Atomic uint64_t arrival_skew_max_ns; /* largest delay seen */
+    _Atomic uint64_t arrival_skew_sum_ns; /* sum of the last ranks' gaps */
+    _Atomic uint64_t arrival_skew_max_ns; /* largest gap seen */
     /* Tracked calls run while a straggler was predicted, and how many of
      * them it did arrive last in (tracker.c). */
     _Atomic uint64_t predictions;
@@ -88,12 +88,15 @@ void sampi_stats_log_summary(const char *const *names, int nalgos, int native);
  * rather than for its peer (executor.c, tracker.c). */
 #define SAMPI_LATE_THRESHOLD_NS 50000
 
-/* The data path calls this once per MPI_Allreduce on a communicator of
- * `size` ranks whose counters are s, on every rank, when it has seen which
- * rank arrived last: `peer` is that rank (-1 when the arrivals could not be
- * told apart) and `late_ns` how long after the earliest rank it arrived, by
- * this rank's clock (negative values count as 0).  Feeds the arrival pvars of
- * s and of the process.  Lock-free; any thread. */
+/* The tracker (src/auto/tracker.c) calls this once per tracked call on a
+ * communicator of `size` ranks whose counters are s, on every rank, after
+ * the ranks exchanged how long each stayed in the call: `peer` is the rank
+ * that arrived last (the shortest stay; -1 when it was less than
+ * SAMPI_LATE_THRESHOLD_NS behind the second-last, i.e. nobody was notably
+ * late) and `late_ns` how long after the second-last rank it arrived (the
+ * difference between the two shortest stays, the same on every rank; the
+ * tracker passes 0 when peer is -1, and negative values count as 0).  Feeds
+ * the arrival pvars of s and of the process.  Lock-free; any thread. */
 void sampi_stats_note_arrival(struct sampi_stats *s, int size, int peer, int64_t late_ns);
 
 /* s's per-peer late counts (`size` entries, the communicator's size),

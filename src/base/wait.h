@@ -20,9 +20,13 @@
  *    SAMPI_WAIT_POLL_MS: a non-zero answer (a negative errno) ends the wait
  *    with that answer.
  *
- * The waiter knows nothing of communicators: the owner (src/core/revoke.c) gives
- * it a poll hook and a describe hook.  Lower layers (netdev open, the
- * algorithms) receive a waiter and wait through it.
+ * The waiter knows nothing of SAMPI's per-communicator state (struct
+ * sampi_comm, src/core): the owner (src/core/revoke.c) gives it a poll hook
+ * and a describe hook, which are all it learns of a communicator's
+ * revocation or name.  It does work on MPI communicators: its collectives
+ * run on the private communicator the caller passes, and keep a sequence
+ * number per communicator as an attribute (wait.c).  Lower layers (netdev
+ * open, the algorithms) receive a waiter and wait through it.
  */
 #ifndef SAMPI_WAIT_H
 #define SAMPI_WAIT_H
