@@ -262,14 +262,15 @@ struct sampi_sel_bpawr_args {
     void *prob_ctx;
 };
 
-/* BPAWR (Alg. 2) for ready group g[0..m) against candidates S[0..ns)
- * (unclaimed ones only; those with bw > min(g) get claimed).  g is not
+/* BPAWR (Alg. 2) for ready group g[0..m) against candidates training[0..ns),
+ * the workers still training (the paper's S; unclaimed ones only; those
+ * with bw > min(g) get claimed).  g is not
  * modified.  On WAIT_REPLACE, the ids of g's workers that the predicted ones
  * would replace are written to delta[] (room for m) and counted in *ndelta.
  * scratch needs room for m + ns items and start for m + ns + 1 ints.  *tx
  * (may be NULL) receives the time saved by the replacement. */
-enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a,
-                                            struct sampi_sel_cand *S, int ns,
+enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *args,
+                                            struct sampi_sel_cand *training, int ns,
                                             const struct sampi_sel_item *g, int m, int *delta,
                                             int *ndelta, struct sampi_sel_item *scratch, int *start,
                                             double *tx);

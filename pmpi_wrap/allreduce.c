@@ -13,9 +13,9 @@
  *   prepare what the branch needs: SAMPI's data path opened on first use,
  *           or, for native with sampi_check_native, the argument check;
  *   run     the algorithm (SAMPI's with its overlapped argument check);
- *   settle  one ending for both branches: the argument check's verdict, the
- *           tracking exchange, and on failure the revocation and the same
- *           error class on every rank;
+ *   settle  one ending for both branches (settle_outcome): the argument
+ *           check's verdict, the tracking exchange, and on failure the
+ *           revocation and the same error class on every rank;
  *   learn   the measured cost goes to auto's selector.
  * A call that repeats the previous one's arguments, where that one ran Open
  * MPI's allreduce and auto (or the setting) would decide the same again,
@@ -222,8 +222,9 @@ static int enter(struct call *k, int *rc)
     struct sampi_comm *c = k->c;
     /* a communicator SAMPI gave up on fails at once on every rank, a late
      * one included: never PMPI_Allreduce, which would pair with the others'
-     * previous call.  After a quiet call (settle) there is nothing to look
-     * for, which keeps Open MPI's progress engine out of a small call. */
+     * previous call.  After a quiet call (settle_outcome) there is nothing
+     * to look for, which keeps Open MPI's progress engine out of a small
+     * call. */
     if (c->revoked || (!c->quiet && sampi_revoke_poll(c))) {
         *rc = report(k, -SAMPI_EREVOKED);
         return 0;
@@ -350,7 +351,7 @@ static int native_class(int code)
  * native, which stands as it is).  A message of the wrong size points at a
  * mismatch: the check says which, the same on every rank.  A measured
  * call's cost goes to auto (learn). */
-static int settle(struct call *k, int rc)
+static int settle_outcome(struct call *k, int rc)
 {
     struct sampi_comm *c = k->c;
     if (rc && k->algo == SAMPI_ALGO_NATIVE)
@@ -388,7 +389,7 @@ static int run_admitted(struct call *k)
         sampi_tracker_begin(k->c);
     if (!prepare(k, &rc))
         return rc;
-    return settle(k, run(k));
+    return settle_outcome(k, run(k));
 }
 
 static int allreduce(struct call *k)

@@ -19,10 +19,10 @@ enum sampi_check {
 };
 
 /* Validate like Open MPI and decide eligibility.  On SAMPI_CHECK_OK fills
- * everything in *a but `state`. */
+ * everything in *args but `state`. */
 enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int count,
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                       struct sampi_coll_args *a, int *why, int *rc);
+                                       struct sampi_coll_args *args, int *why, int *rc);
 
 /* Report an internal error (negative errno) through comm's error handler,
  * unless Open MPI already did; returns the MPI error class. */

@@ -274,21 +274,21 @@ static enum sampi_algo_id frozen_choice(struct sampi_comm *c, const struct sampi
     return arms[SAMPI_REGIME_NONE] & arm(model) ? model : SAMPI_ALGO_NATIVE;
 }
 
-enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
+enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *args,
                                      struct sampi_auto_call *call)
 {
-    const size_t bytes = a->count * a->dt.extent;
+    const size_t bytes = args->count * args->dt.extent;
     if (frozen()) {
         *call = (struct sampi_auto_call){0}; /* not measured, not tracked */
-        return frozen_choice(c, a, bytes);
+        return frozen_choice(c, args, bytes);
     }
     struct sampi_select_hints h;
-    sampi_tracker_hints(c, a->ctx, a->count, a->dt.extent, &h);
+    sampi_tracker_hints(c, args->ctx, args->count, args->dt.extent, &h);
     /* A regime is a different table only where it brings an arm: a
      * straggler on 3 ranks (where StragglAR cannot win) or a call optcc
      * cannot run keeps the calls in the regime without one. */
     uint32_t arms[SAMPI_REGIME__COUNT];
-    arms_for(c, a, bytes, &h, arms);
+    arms_for(c, args, bytes, &h, arms);
     enum sampi_regime regime = arms[SAMPI_REGIME_DEGRADED]    ? SAMPI_REGIME_DEGRADED
                                : arms[SAMPI_REGIME_STRAGGLER] ? SAMPI_REGIME_STRAGGLER
                                                               : SAMPI_REGIME_NONE;

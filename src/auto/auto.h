@@ -22,9 +22,9 @@ struct sampi_auto_call {
     struct sampi_autosel_decision d;
 };
 
-/* The algorithm `auto` runs for call a on c; *call says whether to measure
+/* The algorithm `auto` runs for call args on c; *call says whether to measure
  * it (call->d.measure) and what to tell sampi_auto_learn afterwards. */
-enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
+enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *args,
                                      struct sampi_auto_call *call);
 
 /* How many calls after `call` auto decides the same way, unmeasured, if

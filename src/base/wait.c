@@ -137,7 +137,7 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
     }
 }
 
-int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x)
+int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *allreduce)
 {
     unsigned spins = 0;
     int64_t slice_end = sampi_waiter_slice_end(w);
@@ -145,7 +145,7 @@ int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x)
         int progressed = 0;
         /* the owner's poll may have completed x itself (argcheck.c): a
          * complete x answers 1 again */
-        int rc = sampi_p2p_allreduce_test(x, &progressed);
+        int rc = sampi_p2p_allreduce_test(allreduce, &progressed);
         if (rc)
             return rc < 0 ? rc : 0;
         if ((rc = turn(w, progressed, &slice_end, &spins, NULL)))

@@ -86,10 +86,10 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
 
 struct sampi_p2p_allreduce;
 
-/* Wait for SAMPI's own allreduce x (p2p_allreduce.h) through w: 0 once it
+/* Wait for SAMPI's own allreduce (p2p_allreduce.h) through w: 0 once it
  * completed, or the wait's negative errno (-EIO when MPI failed), leaving
- * x pending for the caller to release. */
-int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x);
+ * it pending for the caller to release. */
+int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *allreduce);
 
 /* Collectives SAMPI makes on its own behalf (on its own communicators),
  * through w: 0, or the wait's negative errno.  They run over point-to-point

@@ -48,12 +48,12 @@ struct sampi_argcheck {
 
 struct sampi_comm;
 
-/* Set up k (the state was just made). */
-void sampi_argcheck_init(struct sampi_argcheck *k);
+/* Set up check (the state was just made). */
+void sampi_argcheck_init(struct sampi_argcheck *check);
 
-/* Post the check of call `a` running `algo` on c (when sampi_check_args is
+/* Post the check of call `args` running `algo` on c (when sampi_check_args is
  * set).  0, -ENOMEM or -EIO. */
-int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
+int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *args,
                         enum sampi_algo_id algo);
 
 /* Non-blocking: 0 while the check is pending or passed, or the mismatch
@@ -74,7 +74,7 @@ int sampi_argcheck_cause(struct sampi_comm *c, int rc);
 
 /* The state is being freed: release the exchange (a check still in flight
  * keeps its buffers, let go). */
-void sampi_argcheck_release(struct sampi_argcheck *k);
+void sampi_argcheck_release(struct sampi_argcheck *check);
 
 /* The field a mismatch errno names ("count"), for messages. */
 const char *sampi_argcheck_what(int err);

@@ -458,13 +458,13 @@ void *sampi_comm_algo_state(struct sampi_comm *c, enum sampi_algo_id id)
 }
 
 int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
-                               const struct sampi_coll_args *a, void **out)
+                               const struct sampi_coll_args *args, void **out)
 {
     const struct sampi_algo_state_hooks *h = sampi_algos[id].state;
     *out = atomic_load(&c->algo_state[id]);
     if (*out || !h)
         return 0;
-    int rc = h->create(a, out);
+    int rc = h->create(args, out);
     if (rc) {
         *out = NULL;
         return rc;

@@ -42,7 +42,7 @@ struct sampi_comm {
     /* 1 after a call that only Open MPI's allreduce ran and every rank
      * joined: no rank can have given up on c since (only SAMPI's own
      * exchanges give up), so the next call need not look for a revocation
-     * notice (pmpi_wrap/allreduce.c admit, settle) */
+     * notice (pmpi_wrap/allreduce.c admit, settle_outcome) */
     int quiet;
     _Atomic int last_algo; /* -1 before the first call */
     uint64_t calls;        /* MPI_Allreduce calls SAMPI took on c, for messages */
@@ -146,11 +146,11 @@ void *sampi_comm_scratch(struct sampi_comm *c, size_t size);
 void *sampi_comm_algo_state(struct sampi_comm *c, enum sampi_algo_id id);
 
 /* The same, made by the algorithm's create hook when it does not exist yet
- * (a is the call about to run it: every rank of c calls this for the same
+ * (args is the call about to run it: every rank of c calls this for the same
  * call).  0 (*out NULL when the algorithm keeps no state), or the hook's
  * negative errno; the next call tries again. */
 int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
-                               const struct sampi_coll_args *a, void **out);
+                               const struct sampi_coll_args *args, void **out);
 
 /* Count a fallback to PMPI_Allreduce (c may be NULL) and, when the user forced
  * an algorithm, report it according to sampi_fallback (`what` names the call:

@@ -634,18 +634,20 @@ int sampi_selective_may_route(void)
     return sampi_cvar_int(SAMPI_CVAR_SELECTIVE_MODE) == MODE_ALLREDUCE;
 }
 
-int sampi_selective_route(const struct sampi_coll_args *a, int *rc)
+int sampi_selective_route(const struct sampi_coll_args *args, int *rc)
 {
     if (sampi_cvar_int(SAMPI_CVAR_SELECTIVE_MODE) != MODE_ALLREDUCE || !S.active || S.finished ||
-        a->op != SAMPI_OP_SUM || a->count == 0 ||
-        (a->dt.elem != SAMPI_ELEM_F32 && a->dt.elem != SAMPI_ELEM_F64) || !chosen_comm(a->comm))
+        args->op != SAMPI_OP_SUM || args->count == 0 ||
+        (args->dt.elem != SAMPI_ELEM_F32 && args->dt.elem != SAMPI_ELEM_F64) ||
+        !chosen_comm(args->comm))
         return 0;
-    if (a->sendbuf != MPI_IN_PLACE)
-        memcpy(a->recvbuf, a->sendbuf, a->count * a->dt.extent);
-    int e = sampi_selective_partial(a->recvbuf, a->count, a->datatype, a->comm, (double)S.n, NULL);
+    if (args->sendbuf != MPI_IN_PLACE)
+        memcpy(args->recvbuf, args->sendbuf, args->count * args->dt.extent);
+    int e = sampi_selective_partial(args->recvbuf, args->count, args->datatype, args->comm,
+                                    (double)S.n, NULL);
     *rc = e ? sampi_errno_to_mpi(e) : MPI_SUCCESS;
     if (e)
-        PMPI_Comm_call_errhandler(a->comm, *rc);
+        PMPI_Comm_call_errhandler(args->comm, *rc);
     return 1;
 }
 
