@@ -98,7 +98,12 @@ void sampi_auto_tuning_save(void)
                 sampi_tuning_put(&learned, &kept.e[i]);
         learned.layout = sampi_tuning_layout_here();
         learned.has_layout = 1;
-        if (kept_ignored) {
+        if (kept_ignored && !sampi_tuning_may_write_beside(path)) {
+            sampi_log_warn("tuning file '%s' was ignored at start-up and is not a regular file "
+                           "in a directory of this user's: nothing is written beside it, and "
+                           "the %zu entries this run learned are not kept",
+                           path, learned.n);
+        } else if (kept_ignored) {
             /* cannot overflow: path is shorter than SAMPI_CVAR_STRING_MAX */
             char beside[SAMPI_CVAR_STRING_MAX + 8];
             snprintf(beside, sizeof(beside), "%s.new", path);
