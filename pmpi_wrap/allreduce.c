@@ -335,7 +335,8 @@ static int run(struct call *k)
     if (!rc) {
         sampi_coll_ctx_bind(c, &k->a, k->algo);
         rc = sampi_algos[k->algo].run(&k->a);
-        sampi_debug_algo_delay_apply(k->algo, sampi_algo_delayable);
+        if (!c->parent) /* the program's calls, not a composition's stages */
+            sampi_debug_algo_delay_apply(k->algo, sampi_algo_delayable);
     }
     return rc;
 }

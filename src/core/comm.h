@@ -73,6 +73,13 @@ struct sampi_comm {
     /* auto's learned costs (auto.h), NULL until the first auto call */
     struct sampi_auto_state *autosel;
     uint64_t auto_regime_changes; /* regime changes already logged */
+    /* Regime changes across a composition (tracker.h, "Regime changes"):
+     * c's own (its tracker saw the regime change), agreed on c; this rank's
+     * count of changes seen in c's parts; and that count summed over c's
+     * ranks at c's last tracking exchange, agreed on c */
+    uint64_t regime_epoch;
+    _Atomic uint64_t parts_changes;
+    uint64_t parts_epoch;
     size_t scratch_size;
     struct sampi_stats stats;
     /* the communicator c is a part of (a composed algorithm's stage, made
