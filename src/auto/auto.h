@@ -44,6 +44,9 @@ int sampi_auto_pvar_choice(const struct sampi_comm *c, int bucket);
 uint64_t sampi_auto_pvar_cost_ns(const struct sampi_comm *c, int bucket);
 uint64_t sampi_auto_pvar_explorations(const struct sampi_comm *c);
 int sampi_auto_pvar_regime(const struct sampi_comm *c);
+/* Times auto measured again because a part of the communicator, or the
+ * communicator it is a part of, changed regime (tracker.h). */
+uint64_t sampi_auto_pvar_composition_changes(const struct sampi_comm *c);
 
 /* The selector of c (NULL before its first auto call). */
 const struct sampi_autosel *sampi_auto_table(const struct sampi_comm *c);

@@ -335,6 +335,26 @@ int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_inp
     return 0;
 }
 
+void sampi_autosel_arms_changed(struct sampi_autosel *s, uint32_t arms)
+{
+    for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+        for (int r = 0; r < SAMPI_REGIME__COUNT; r++) {
+            struct sampi_autosel_cell *c = s->cell[b][r];
+            if (!c || !(c->allowed & arms))
+                continue;
+            for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+                if (has(arms, a))
+                    arm_clear(&c->arm[a]); /* they describe the world before */
+            if (c->state == SAMPI_CELL_CONVERGED) {
+                /* the cell's next call: a re-check, in which the other arms
+                 * keep what they measured (their world did not change) */
+                c->recheck_at = c->calls;
+            } else if (c->state == SAMPI_CELL_EXPLORING) {
+                c->candidates |= c->allowed & arms; /* back in, with no sample */
+            }
+        }
+}
+
 uint64_t sampi_autosel_repeats(struct sampi_autosel *s, const struct sampi_autosel_input *in,
                                const struct sampi_autosel_decision *d, uint64_t **calls)
 {

@@ -39,6 +39,7 @@ struct sampi_tracker {
     int predicted;               /* the straggler predicted for the current call, -1 none */
     int last_late;               /* the last tracked call had a notably late rank */
     double *dur;                 /* n durations of the last call */
+    double *exch;                /* 2n: the exchange's (duration, parts' changes) per rank */
     double *probe_times;         /* 2n receive times of the last probe, interleaved (left, right)
                                   * per rank, then the same split into n lefts and n rights */
     char *probe_buf;             /* 2 * probe_bytes: one to send, one to receive into */
@@ -67,6 +68,22 @@ void sampi_tracker_begin(struct sampi_comm *c);
  * hands it to auto (auto.h).  Collective.  0, or a negative errno when an
  * exchange failed (the caller then revokes the communicator). */
 int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns);
+
+/* Regime changes across a composition.  A composed algorithm (hier) runs
+ * others on parts of the caller's communicator, whose trackers see what the
+ * caller's cannot (a late node, a node's degraded link) and the other way
+ * round.  When a tracked call changes what c's tracker says (nobody late, a
+ * straggler predicted, rank R's link degraded), c->regime_epoch advances
+ * (agreed on c: every rank computes it from the same exchange) and, where c
+ * is a part, its parent's parts_changes on this rank.  Each tracking
+ * exchange on c carries the ranks' parts_changes beside their durations,
+ * so c->parts_epoch, their sum, is agreed on c.  auto (auto.c) reads both:
+ * a new parts_epoch drops what it measured of the composed arms
+ * (SAMPI_CAP_COMPOSED), a new parent regime_epoch what a part measured of
+ * every arm.  A composition written later needs nothing more: its parts
+ * are parts (struct sampi_comm.parent), its row carries the cap. */
+uint64_t sampi_tracker_parts_epoch(const struct sampi_comm *c);
+uint64_t sampi_tracker_regime_epoch(const struct sampi_comm *c);
 
 /* Whether the last tracked call on c had a notably late rank (0 before
  * any): agreed on every rank, from the tracking exchange. */

@@ -172,4 +172,10 @@ int sampi_tuning_load(const char *path, uint64_t layout, struct sampi_tuning *t)
  * is left behind). */
 int sampi_tuning_save(const char *path, const struct sampi_tuning *t);
 
+/* Whether a file may be written beside `path` (its name with a suffix):
+ * path is a regular file, in a directory this process owns and may write.
+ * Never beside a device, a FIFO or a directory (/dev/null.new), nor in a
+ * directory of somebody else's. */
+int sampi_tuning_may_write_beside(const char *path);
+
 #endif

@@ -272,6 +272,23 @@ int sampi_p2p_allreduce_test(struct sampi_p2p_allreduce *allreduce, int *progres
     return 1;
 }
 
+int sampi_p2p_allreduce_waiting_for(const struct sampi_p2p_allreduce *x, int *ranks, int max)
+{
+    if (!x->posted || x->at >= x->nsteps)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < x->nrecv && n < max; i++) {
+        int done = 1;
+        MPI_Request r = x->req[i];
+        if (r != MPI_REQUEST_NULL &&
+            PMPI_Request_get_status(r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            done = 0;
+        if (!done) /* direct: receive i is from the i-th rank but this one */
+            ranks[n++] = x->direct ? (i < x->rank ? i : i + 1) : x->steps[x->at].peer;
+    }
+    return n;
+}
+
 void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *allreduce)
 {
     int sent = 1;

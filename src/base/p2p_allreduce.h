@@ -126,4 +126,9 @@ static inline const void *sampi_p2p_allreduce_result(const struct sampi_p2p_allr
  * caller.  allreduce is then as after init. */
 void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *allreduce);
 
+/* The peers whose message the current step still waits for, into
+ * ranks[0..max): their number (for a stall warning). */
+int sampi_p2p_allreduce_waiting_for(const struct sampi_p2p_allreduce *allreduce, int *ranks,
+                                    int max);
+
 #endif

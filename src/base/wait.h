@@ -37,6 +37,12 @@
 
 #define SAMPI_WAIT_POLL_MS 100
 
+/* A look at a wait later than its slice by more than this (a slice lasts
+ * SAMPI_WAIT_POLL_MS at most) means this process did not run meanwhile
+ * (stopped with SIGSTOP, a debugger, the scheduler): that time is not the
+ * peers' silence, and neither the stall warning nor the limit counts it. */
+#define SAMPI_WAIT_ABSENT_MS 1000
+
 struct sampi_waiter {
     const char *what; /* "the data exchange", for messages */
     /* 0 to keep waiting, or a negative errno to stop (NULL: never stop) */
@@ -51,7 +57,9 @@ struct sampi_waiter {
     void *absent_ctx;
     /* kept by the waiter */
     int64_t begin_ns;     /* the wait started */
-    int64_t progress_ns;  /* last progress */
+    int64_t progress_ns;  /* last progress, moved on by the time this rank was absent */
+    int64_t looked_ns;    /* the last look (progress or an idle slice's end) */
+    int64_t absent_ns;    /* time this process did not run in this wait */
     int64_t next_warn_ns; /* next stall warning, from progress_ns */
     int64_t warn_ns;      /* sampi_stall_warn_ms, 0: none */
     int64_t limit_ns;     /* sampi_timeout_ms, 0: none */

@@ -16,8 +16,9 @@
  * per doubling step, overlapped with the call; its later steps (p > 2) advance when the check is
  * looked at (a waiter's poll, the end of the call), since nothing else drives them.
  *
- * Calls SAMPI leaves to PMPI_Allreduce are not checked (Open MPI does not
- * check them either).
+ * Calls SAMPI leaves to PMPI_Allreduce are checked only where
+ * sampi_comm_checks_native says so (sampi_check_native, or a limit): then
+ * before they start, waited for (pmpi_wrap/allreduce.c, prepare).
  */
 #ifndef SAMPI_ARGCHECK_H
 #define SAMPI_ARGCHECK_H

@@ -38,6 +38,7 @@ struct sampi_comm {
     int nd_tried; /* the data path was set up (or failed) */
     int agreed;   /* the configuration check has run since it was last armed */
     int mismatch; /* ranks disagree on the configuration: use PMPI */
+    int limited;  /* some rank had a limit (sampi_timeout_ms) at the last agreement */
     int revoked;  /* 0, or why SAMPI gave up on it (a negative errno, revoke.h) */
     /* 1 after a call that only Open MPI's allreduce ran and every rank
      * joined: no rank can have given up on c since (only SAMPI's own
@@ -72,6 +73,13 @@ struct sampi_comm {
     /* auto's learned costs (auto.h), NULL until the first auto call */
     struct sampi_auto_state *autosel;
     uint64_t auto_regime_changes; /* regime changes already logged */
+    /* Regime changes across a composition (tracker.h, "Regime changes"):
+     * c's own (its tracker saw the regime change), agreed on c; this rank's
+     * count of changes seen in c's parts; and that count summed over c's
+     * ranks at c's last tracking exchange, agreed on c */
+    uint64_t regime_epoch;
+    _Atomic uint64_t parts_changes;
+    uint64_t parts_epoch;
     size_t scratch_size;
     struct sampi_stats stats;
     /* the communicator c is a part of (a composed algorithm's stage, made
@@ -103,6 +111,11 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out);
  * 0; -EINVAL when the ranks were configured differently (then c uses PMPI:
  * c->mismatch); or the revocation errno when the join failed (c->revoked). */
 int sampi_comm_join(struct sampi_comm *c);
+
+/* Whether the calls SAMPI leaves to Open MPI on c are checked first
+ * (argcheck.h): sampi_check_args, and sampi_check_native or a limit on
+ * some rank (agreed at the join), the same on every rank. */
+int sampi_comm_checks_native(const struct sampi_comm *c);
 
 /* A nonblocking call's half of the first call's join, on the program's
  * thread, in the program's order of collectives on the user's

@@ -268,6 +268,20 @@ static void fetch_auto_explorations(struct sampi_comm *c, void *out, int n)
         o[i] = sampi_auto_pvar_explorations(c);
 }
 
+static void fetch_auto_composition_changes(struct sampi_comm *c, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_auto_pvar_composition_changes(c);
+}
+
+static void fetch_parts_regime_changes(struct sampi_comm *c, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = atomic_load_explicit(&c->parts_changes, memory_order_relaxed);
+}
+
 static void fetch_auto_regime(struct sampi_comm *c, void *out, int n)
 {
     int *o = out;
