@@ -279,7 +279,7 @@ static void fetch_parts_regime_changes(struct sampi_comm *c, void *out, int n)
 {
     uint64_t *o = out;
     for (int i = 0; i < n; i++)
-        o[i] = atomic_load_explicit(&c->parts_changes, memory_order_relaxed);
+        o[i] = c ? atomic_load_explicit(&c->parts_changes, memory_order_relaxed) : 0;
 }
 
 static void fetch_auto_regime(struct sampi_comm *c, void *out, int n)
