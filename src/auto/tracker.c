@@ -50,6 +50,15 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     sampi_predictor_init(&t->pred, c->size, (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_WINDOW));
     sampi_predictor_predict(&t->pred, &t->now);
     sampi_detector_init(&t->det);
+    char report[SAMPI_CVAR_STRING_MAX];
+    if (sampi_cvar_text(SAMPI_CVAR_REPORT, report, sizeof(report))[0]) {
+        /* without memory for it the report leaves the communicator out */
+        t->report = malloc(sizeof(*t->report));
+        if (t->report && sampi_report_acc_init(t->report, c->size)) {
+            free(t->report);
+            t->report = NULL;
+        }
+    }
     t->predicted = -1;
     atomic_store(&t->pv_predicted, -1);
     atomic_store(&t->pv_degraded, -1);
@@ -355,6 +364,8 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     t->tracked++;
     *cost_ns = last_arrival_cost(t->dur, c->size);
     note_arrivals(c, t, algo, bytes);
+    if (t->report)
+        sampi_report_acc_note(t->report, t->dur, bytes);
     if (want_probe(t, c, bytes) && (rc = probe_links(c, t)))
         return rc;
     publish(t, bytes);
@@ -403,10 +414,18 @@ void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx,
     }
 }
 
+const struct sampi_report_acc *sampi_tracker_report(const struct sampi_comm *c)
+{
+    return c->tracker ? c->tracker->report : NULL;
+}
+
 void sampi_tracker_free(struct sampi_tracker *t)
 {
     if (!t)
         return;
+    if (t->report)
+        sampi_report_acc_free(t->report);
+    free(t->report);
     free(t->dur);
     free(t->probe_times);
     free(t->probe_buf);
