@@ -147,9 +147,12 @@ START_TEST(record_packs_and_formats)
     rec.h.degraded = -1;
     rec.h.calls[SAMPI_ALGO_RING] = 30;
     rec.h.ncells = 1;
-    rec.h.cell[0] = (struct sampi_report_cell){.bucket = 20, .regime = SAMPI_REGIME_STRAGGLER,
-                                               .calls = 30, .choice = SAMPI_ALGO_RING,
-                                               .choice_ns = 8e6, .native_samples = 3,
+    rec.h.cell[0] = (struct sampi_report_cell){.bucket = 20,
+                                               .regime = SAMPI_REGIME_STRAGGLER,
+                                               .calls = 30,
+                                               .choice = SAMPI_ALGO_RING,
+                                               .choice_ns = 8e6,
+                                               .native_samples = 3,
                                                .native_ns = 10e6};
     rec.h.tot = acc.tot;
     rec.rank = acc.rank;
@@ -164,8 +167,12 @@ START_TEST(record_packs_and_formats)
     ck_assert_int_eq(back.world_rank[3], 7);
     const char *host[8] = {"a", "a", "a", "a", "b\"x", "b\"x", "c", "c"};
     const char *names[1] = {"report"}, *values[1] = {"/tmp/r"};
-    struct sampi_report_run run = {.ranks = 8, .host = host, .mpi_version = "Open MPI v4.1",
-                                   .var_names = names, .var_values = values, .nvars = 1};
+    struct sampi_report_run run = {.ranks = 8,
+                                   .host = host,
+                                   .mpi_version = "Open MPI v4.1",
+                                   .var_names = names,
+                                   .var_values = values,
+                                   .nvars = 1};
     struct sampi_report_buf j = {0}, t = {0};
     sampi_report_format_json(&j, &run, &back, 1);
     sampi_report_format_text(&t, &run, &back, 1);
@@ -185,10 +192,32 @@ START_TEST(record_packs_and_formats)
 }
 END_TEST
 
+/* The per-rank counters the pvars read: calls last, and their gaps summed */
+START_TEST(peer_late_sums)
+{
+    struct sampi_stats s;
+    memset(&s, 0, sizeof(s));
+    sampi_stats_note_arrival(&s, 4, 2, 30000);
+    sampi_stats_note_arrival(&s, 4, 2, 50000);
+    sampi_stats_note_arrival(&s, 4, 1, 7000);
+    sampi_stats_note_arrival(&s, 4, -1, 0);
+    _Atomic uint64_t *p = sampi_stats_peer_late(&s, 4, 0);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(sampi_stat_get(&p[2]), 2);
+    ck_assert_uint_eq(sampi_stat_get(&p[4 + 2]), 80000);
+    ck_assert_uint_eq(sampi_stat_get(&p[4 + 1]), 7000);
+    ck_assert_uint_eq(sampi_stat_get(&p[4 + 0]), 0);
+    ck_assert_uint_eq(sampi_stat_get(&s.arrival_samples), 4);
+    ck_assert_uint_eq(sampi_stat_get(&s.arrival_skew_max_ns), 50000);
+    sampi_stats_release(&s);
+}
+END_TEST
+
 Suite *sampi_report_suite(void)
 {
-    return UNIT_SUITE("report", {.name = "core",
-                                 UNIT_TESTS(quantiles_come_from_the_histogram, late_rank_threshold,
-                                            sums_from_durations, windows_merge_pairwise,
-                                            json_escaping, record_packs_and_formats)});
+    return UNIT_SUITE("report",
+                      {.name = "core",
+                       UNIT_TESTS(quantiles_come_from_the_histogram, late_rank_threshold,
+                                  sums_from_durations, windows_merge_pairwise, json_escaping,
+                                  record_packs_and_formats, peer_late_sums)});
 }
