@@ -58,15 +58,22 @@ static void durations(double *d, int n, int late, double gap)
         d[i] = 5e6 + (i == late ? 0 : gap);
 }
 
+/* acc on 4 ranks after `calls` calls of 1 MiB where rank `late` was 30 ms late */
+static void late_calls(struct sampi_report_acc *acc, int late, int calls)
+{
+    double d[4];
+    ck_assert_int_eq(sampi_report_acc_init(acc, 4), 0);
+    for (int c = 0; c < calls; c++) {
+        durations(d, 4, late, 30e6);
+        sampi_report_acc_note(acc, d, 1 << 20);
+    }
+}
+
 START_TEST(sums_from_durations)
 {
     struct sampi_report_acc acc;
     double d[4];
-    ck_assert_int_eq(sampi_report_acc_init(&acc, 4), 0);
-    for (int c = 0; c < 10; c++) {
-        durations(d, 4, 3, 30e6);
-        sampi_report_acc_note(&acc, d, 1 << 20);
-    }
+    late_calls(&acc, 3, 10);
     /* a call where nobody is late: noted, nobody last */
     durations(d, 4, -1, 0);
     sampi_report_acc_note(&acc, d, 1 << 20);
@@ -133,12 +140,7 @@ END_TEST
 START_TEST(record_packs_and_formats)
 {
     struct sampi_report_acc acc;
-    double d[4];
-    ck_assert_int_eq(sampi_report_acc_init(&acc, 4), 0);
-    for (int c = 0; c < 20; c++) {
-        durations(d, 4, 2, 30e6);
-        sampi_report_acc_note(&acc, d, 1 << 20);
-    }
+    late_calls(&acc, 2, 20);
     int world[4] = {4, 5, 6, 7};
     struct sampi_report_comm rec, back;
     memset(&rec, 0, sizeof(rec));
