@@ -281,23 +281,31 @@ void sampi_report_buf_free(struct sampi_report_buf *b)
 
 /* ---------------------------------------------------------------- summary */
 
+static const char *host_of(const struct sampi_report_run *run, const struct sampi_report_comm *c,
+                           int r)
+{
+    int w = c->world_rank ? c->world_rank[r] : -1;
+    return w >= 0 && w < run->ranks && run->host[w] ? run->host[w] : "?";
+}
+
 static const char *node_of(const struct sampi_report_run *run, const struct sampi_report_comm *c,
                            int r, char *buf, size_t len)
 {
-    if (c->h.ranks_per_node > 0) {
+    if (c->h.ranks_per_node > 0)
         snprintf(buf, len, "node%d", r / c->h.ranks_per_node);
-        return buf;
-    }
-    int w = c->world_rank ? c->world_rank[r] : -1;
-    snprintf(buf, len, "%s", w >= 0 && w < run->ranks && run->host[w] ? run->host[w] : "?");
+    else
+        snprintf(buf, len, "%s", host_of(run, c, r));
     return buf;
 }
 
+/* Ranks a and b of c on one node (no formatting: ranks_per_node asks n^2 times) */
 static int node_eq(const struct sampi_report_run *run, const struct sampi_report_comm *c, int a,
                    int b)
 {
-    char x[256], y[256];
-    return strcmp(node_of(run, c, a, x, sizeof(x)), node_of(run, c, b, y, sizeof(y))) == 0;
+    if (c->h.ranks_per_node > 0)
+        return a / c->h.ranks_per_node == b / c->h.ranks_per_node;
+    const char *x = host_of(run, c, a), *y = host_of(run, c, b);
+    return x == y || strcmp(x, y) == 0;
 }
 
 static int rank_late(const struct sampi_report_comm *c, int r)
