@@ -1,9 +1,10 @@
 /*
  * report.c - the end-of-run report (sampi_report): the MPI half.
  *
- * Every rank of a communicator holds the same arrival sums (src/auto/report.h,
- * fed by the tracker), so only each communicator's rank 0 keeps a record of
- * it, when its state is freed (a sampi_comm_owner row, runtime.c: also for a
+ * Every rank of a communicator holds the same durations after a tracked
+ * call, so only each communicator's rank 0 sums them (src/auto/report.h, fed
+ * by the tracker) and keeps a record of the communicator when its state is
+ * freed (a sampi_comm_owner row, runtime.c: also for a
  * communicator the program freed before MPI_Finalize).  At MPI_Finalize,
  * after every state was freed, the records and each rank's host name go to
  * MPI_COMM_WORLD rank 0 (a gather of sizes, a gatherv of bytes, a gather of

@@ -3,11 +3,11 @@
  * communicator's tracked calls said about its ranks, summed as the calls
  * go, and the report's text and JSON made from those sums.
  *
- * Pure code (no MPI, no clocks, no I/O), as predict.h: the tracker feeds
- * the accumulator after each tracked call with the durations every rank
- * holds after the tracking exchange, so every rank of a communicator holds
- * the same sums; pmpi_wrap/report.c keeps the record of each communicator's
- * rank 0 when its state is freed, gathers them to MPI_COMM_WORLD rank 0 at
+ * Pure code (no MPI, no clocks, no I/O), as predict.h: the tracker of each
+ * communicator's rank 0 feeds the accumulator after each tracked call with
+ * the durations every rank holds after the tracking exchange (the other
+ * ranks would sum the same); pmpi_wrap/report.c keeps that rank's record
+ * when the communicator's state is freed, gathers them to MPI_COMM_WORLD rank 0 at
  * MPI_Finalize and writes what sampi_report_format_text/_json make of them.
  *
  * What the figures are, from the durations (a rank's time from entering the
