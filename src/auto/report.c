@@ -416,8 +416,9 @@ static const char *algo_name(int a)
 
 static const char *const saved_basis =
     "estimate: for each size bucket and regime where auto measured both, (native's median "
-    "measured cost - the chosen algorithm's) x the calls auto decided there; costs are from "
-    "the last arrival to completion, over the last 8 measured calls of each";
+    "measured cost - the chosen algorithm's) x the calls auto decided there, 0 where it chose "
+    "native; costs are from the last arrival to completion, over the last 8 measured calls of "
+    "each";
 
 static const char *const native_only =
     "every call ran Open MPI's own allreduce (native): SAMPI ran nothing of its own";
