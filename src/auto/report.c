@@ -152,6 +152,22 @@ void sampi_report_acc_note(struct sampi_report_acc *acc, const double *dur, size
     }
 }
 
+void sampi_report_acc_degraded(struct sampi_report_acc *acc, int rank, double slowdown)
+{
+    struct sampi_report_totals *t = &acc->tot;
+    int i = 0;
+    while (i < t->ndegraded && t->degraded[i].rank != rank)
+        i++;
+    if (i == t->ndegraded) {
+        if (i == SAMPI_REPORT_DEGRADED || !acc->rank)
+            return;
+        t->degraded[t->ndegraded++] = (struct sampi_report_degraded){.rank = rank};
+    }
+    struct sampi_report_degraded *d = &t->degraded[i];
+    d->probes++;
+    d->max_slowdown = slowdown > d->max_slowdown ? slowdown : d->max_slowdown;
+}
+
 void sampi_report_cells_from(const struct sampi_autosel *s, struct sampi_report_comm *rec)
 {
     rec->h.ncells = 0;
@@ -375,6 +391,22 @@ static struct spread inside_spread(const struct sampi_report_comm *c)
     return s;
 }
 
+/* The degraded links seen (out: SAMPI_REPORT_DEGRADED + 1 entries): those
+ * the probes found, and the one of the end if they missed it (no sums). */
+static int degraded_of(const struct sampi_report_comm *c, struct sampi_report_degraded *out)
+{
+    int n = 0, end = c->h.degraded >= 0 && c->h.degraded < c->h.size ? c->h.degraded : -1;
+    for (int i = 0; c->rank && i < c->h.tot.ndegraded && i < SAMPI_REPORT_DEGRADED; i++)
+        if (c->h.tot.degraded[i].rank >= 0 && c->h.tot.degraded[i].rank < c->h.size)
+            out[n++] = c->h.tot.degraded[i];
+    int seen = 0;
+    for (int i = 0; i < n; i++)
+        seen |= out[i].rank == end;
+    if (end >= 0 && !seen)
+        out[n++] = (struct sampi_report_degraded){.rank = end, .max_slowdown = c->h.slowdown};
+    return n;
+}
+
 /* The saving: native's median minus the winner's, times the cell's calls,
  * summed over the cells where both were measured.  *measured: cells that
  * count (native's own count, for 0); *unmeasured: cells whose winner is not
@@ -543,11 +575,17 @@ void sampi_report_format_text(struct sampi_report_buf *b, const struct sampi_rep
                                 "time in a tracked call before its last rank arrived, summed)\n",
                                 t->lost_ns / 1e6);
         }
-        if (c->h.degraded >= 0)
-            sampi_report_printf(b, "  degraded link: rank %d, %.2f times slower\n", c->h.degraded,
-                                c->h.slowdown);
-        else
-            sampi_report_printf(b, "  degraded link: none detected\n");
+        struct sampi_report_degraded deg[SAMPI_REPORT_DEGRADED + 1];
+        int ndeg = degraded_of(c, deg);
+        sampi_report_printf(b, "  degraded links:%s", ndeg ? "" : " none detected");
+        for (int k = 0; k < ndeg; k++)
+            sampi_report_printf(b,
+                                "%s rank %d (world rank %d), up to %.2f times slower, "
+                                "degraded at %u probe%s%s",
+                                k ? ";" : "", deg[k].rank, c->world_rank[deg[k].rank],
+                                deg[k].max_slowdown, deg[k].probes, deg[k].probes == 1 ? "" : "s",
+                                deg[k].rank == c->h.degraded ? ", still at the end" : "");
+        sampi_report_printf(b, "\n");
         int measured, unmeasured, unsettled;
         double saved = saved_ns(c, &measured, &unmeasured, &unsettled);
         if (measured < 0)
@@ -638,9 +676,15 @@ static void json_comm(struct sampi_report_buf *b, const struct sampi_report_run 
             sampi_report_json_string(b, node_of(run, c, r, node, sizeof(node)));
         }
     sampi_report_printf(b, "], \"degraded_links\": [");
-    if (c->h.degraded >= 0)
-        sampi_report_printf(b, "{\"rank\": %d, \"world_rank\": %d, \"slowdown\": %.3f}",
-                            c->h.degraded, c->world_rank[c->h.degraded], c->h.slowdown);
+    struct sampi_report_degraded deg[SAMPI_REPORT_DEGRADED + 1];
+    int ndeg = degraded_of(c, deg);
+    for (int k = 0; k < ndeg; k++)
+        sampi_report_printf(b,
+                            "%s{\"rank\": %d, \"world_rank\": %d, \"slowdown\": %.3f, "
+                            "\"probes\": %u, \"at_end\": %s}",
+                            k ? ", " : "", deg[k].rank, c->world_rank[deg[k].rank],
+                            deg[k].max_slowdown, deg[k].probes,
+                            deg[k].rank == c->h.degraded ? "true" : "false");
     sampi_report_printf(b, "], ");
     json_ms(b, "lost_waiting_ms", tracked ? t->lost_ns : 0, 1);
     int measured, unmeasured, unsettled;

@@ -69,6 +69,14 @@ struct sampi_report_rank {
     uint32_t hist[SAMPI_REPORT_HIST];       /* lateness of its late calls */
 };
 
+/* A rank whose link the detector found degraded (detect.h), at some probe. */
+#define SAMPI_REPORT_DEGRADED 8 /* ranks kept; later ones are left out */
+struct sampi_report_degraded {
+    int rank;
+    uint32_t probes;     /* probes after which it stood degraded */
+    double max_slowdown; /* the largest slowdown the detector gave it */
+};
+
 /* The sums that are not per rank (plain data: packed as they are). */
 struct sampi_report_totals {
     int n;                                        /* ranks */
@@ -79,6 +87,8 @@ struct sampi_report_totals {
     double lost_ns;                               /* time lost waiting, all ranks */
     uint64_t bucket_calls[SAMPI_AUTOSEL_BUCKETS]; /* tracked calls by size bucket */
     double bucket_bytes[SAMPI_AUTOSEL_BUCKETS];   /* their bytes (per rank's vector) */
+    int ndegraded;
+    struct sampi_report_degraded degraded[SAMPI_REPORT_DEGRADED];
 };
 
 struct sampi_report_acc {
@@ -93,6 +103,9 @@ void sampi_report_acc_free(struct sampi_report_acc *acc);
 /* One tracked call of `bytes` bytes: dur[0..n) as the tracking exchange
  * gave them (a negative one voids the call: nothing noted). */
 void sampi_report_acc_note(struct sampi_report_acc *acc, const double *dur, size_t bytes);
+
+/* After a link probe: `rank`'s link stands degraded, `slowdown` times slower. */
+void sampi_report_acc_degraded(struct sampi_report_acc *acc, int rank, double slowdown);
 
 /* The histogram's bucket of a lateness, and a bucket's middle (geometric). */
 int sampi_report_hist_bucket(double ns);
@@ -124,7 +137,7 @@ struct sampi_report_comm {
         int ranks_per_node; /* emulated nodes (sampi_hier_ranks_per_node), 0: the hosts */
         uint64_t calls[SAMPI_STATS_ALGOS_MAX]; /* by the algorithm that ran */
         uint64_t nb_calls;                     /* nonblocking calls */
-        int degraded;                          /* the degraded rank detected, -1 none */
+        int degraded; /* the degraded rank at the end, -1 none (tot.degraded: all seen) */
         double slowdown;
         int ncells;
         struct sampi_report_cell cell[SAMPI_REPORT_CELLS];

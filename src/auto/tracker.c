@@ -337,7 +337,10 @@ static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
             sampi_log(SAMPI_LOG_CALL, "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us",
                       i, (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
                       right[i] / 1e3);
-    if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
+    int changed = sampi_detector_note(&t->det, r, l);
+    if (t->report && t->det.rank >= 0)
+        sampi_report_acc_degraded(t->report, t->det.rank, t->det.slowdown);
+    if (changed && c->rank == 0)
         sampi_log(SAMPI_LOG_SETUP,
                   t->det.rank >= 0 ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
                                    : "communicator of size %d: no degraded link (%d, %.3f)",

@@ -141,6 +141,8 @@ START_TEST(record_packs_and_formats)
 {
     struct sampi_report_acc acc;
     late_calls(&acc, 2, 20);
+    sampi_report_acc_degraded(&acc, 1, 2.5);
+    sampi_report_acc_degraded(&acc, 1, 3.0);
     int world[4] = {4, 5, 6, 7};
     struct sampi_report_comm rec, back;
     memset(&rec, 0, sizeof(rec));
@@ -185,6 +187,9 @@ START_TEST(record_packs_and_formats)
     ck_assert_ptr_nonnull(strstr(j.p, "\"estimate_ms\": 60.000000"));
     ck_assert_ptr_nonnull(strstr(j.p, "\"hosts\": [\"a\", \"b\\\"x\", \"c\"]"));
     ck_assert_ptr_nonnull(strstr(j.p, "\"late_nodes\": []")); /* rank 3 is on c too */
+    /* seen degraded at two probes, gone by the end */
+    ck_assert_ptr_nonnull(strstr(j.p, "\"degraded_links\": [{\"rank\": 1, \"world_rank\": 5, "
+                                      "\"slowdown\": 3.000, \"probes\": 2, \"at_end\": false}]"));
     ck_assert_ptr_nonnull(strstr(t.p, "of 30 calls, 20 tracked"));
     ck_assert_ptr_nonnull(strstr(t.p, "rank 2 (world rank 6, c): late in 20 of 20 tracked calls"));
     sampi_report_buf_free(&j);
