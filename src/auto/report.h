@@ -104,6 +104,10 @@ void sampi_report_acc_free(struct sampi_report_acc *acc);
  * gave them (a negative one voids the call: nothing noted). */
 void sampi_report_acc_note(struct sampi_report_acc *acc, const double *dur, size_t bytes);
 
+/* The median of v[0..n) (n >= 1; the mean of the two middle values when n
+ * is even), reordering v: linear on average. */
+double sampi_report_median(double *v, int n);
+
 /* After a link probe: `rank`'s link stands degraded, `slowdown` times slower. */
 void sampi_report_acc_degraded(struct sampi_report_acc *acc, int rank, double slowdown);
 

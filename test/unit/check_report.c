@@ -36,6 +36,30 @@ START_TEST(quantiles_come_from_the_histogram)
 }
 END_TEST
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* the median without sorting, against a sort, with ties and sizes 1..40 */
+START_TEST(median_matches_a_sort)
+{
+    double v[40], w[40];
+    unsigned seed = 12345;
+    for (int round = 0; round < 400; round++) {
+        int n = 1 + round % 40;
+        for (int i = 0; i < n; i++) {
+            seed = seed * 1103515245 + 12345;
+            v[i] = w[i] = (double)((seed >> 16) % (round % 3 ? 1000 : 4)); /* ties often */
+        }
+        qsort(w, (size_t)n, sizeof(double), cmp_double);
+        double want = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+        ck_assert_msg(sampi_report_median(v, n) == want, "n=%d round %d", n, round);
+    }
+}
+END_TEST
+
 START_TEST(late_rank_threshold)
 {
     /* last in 5% of the calls, and in 3 of them at least */
@@ -224,7 +248,7 @@ Suite *sampi_report_suite(void)
 {
     return UNIT_SUITE("report",
                       {.name = "core",
-                       UNIT_TESTS(quantiles_come_from_the_histogram, late_rank_threshold,
-                                  sums_from_durations, windows_merge_pairwise, json_escaping,
-                                  record_packs_and_formats, peer_late_sums)});
+                       UNIT_TESTS(quantiles_come_from_the_histogram, median_matches_a_sort,
+                                  late_rank_threshold, sums_from_durations, windows_merge_pairwise,
+                                  json_escaping, record_packs_and_formats, peer_late_sums)});
 }
