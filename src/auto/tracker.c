@@ -51,9 +51,11 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     sampi_predictor_predict(&t->pred, &t->now);
     sampi_detector_init(&t->det);
     char report[SAMPI_CVAR_STRING_MAX];
-    if (c->rank == 0 && sampi_cvar_text(SAMPI_CVAR_REPORT, report, sizeof(report))[0]) {
+    if (c->rank == 0 && !c->parent &&
+        sampi_cvar_text(SAMPI_CVAR_REPORT, report, sizeof(report))[0]) {
         /* every rank holds the same durations, so the communicator's rank
-         * 0 alone keeps the sums (pmpi_wrap/report.c writes its record);
+         * 0 alone keeps the sums (pmpi_wrap/report.c writes its record; a
+         * composed algorithm's stages are not reported);
          * without memory for them the report leaves the arrivals out */
         t->report = malloc(sizeof(*t->report));
         if (t->report && sampi_report_acc_init(t->report, c->size)) {
