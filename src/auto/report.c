@@ -550,7 +550,8 @@ void sampi_report_format_text(struct sampi_report_buf *b, const struct sampi_rep
         sampi_report_printf(b, "  calls: of %llu calls, %llu tracked",
                             (unsigned long long)calls_of(c), (unsigned long long)tracked);
         if (c->h.nb_calls)
-            sampi_report_printf(b, " (and %llu nonblocking)", (unsigned long long)c->h.nb_calls);
+            sampi_report_printf(b, " (%llu of the calls nonblocking)",
+                                (unsigned long long)c->h.nb_calls);
         sampi_report_printf(b, "; the arrival figures cover the tracked calls\n  ran:");
         for (int a = 0; a < SAMPI_ALGO__COUNT && a < SAMPI_STATS_ALGOS_MAX; a++)
             if (c->h.calls[a])

@@ -140,7 +140,7 @@ struct sampi_report_comm {
         int size;
         int ranks_per_node; /* emulated nodes (sampi_hier_ranks_per_node), 0: the hosts */
         uint64_t calls[SAMPI_STATS_ALGOS_MAX]; /* by the algorithm that ran */
-        uint64_t nb_calls;                     /* nonblocking calls */
+        uint64_t nb_calls;                     /* of calls[], nonblocking ones */
         int degraded; /* the degraded rank at the end, -1 none (tot.degraded: all seen) */
         double slowdown;
         int ncells;
