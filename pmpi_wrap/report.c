@@ -269,15 +269,17 @@ void sampi_report_finalize(void)
         snprintf(host, sizeof(host), "%.*s", HOST_MAX - 1, name);
     pthread_mutex_lock(&kept_lock);
     int mine = kept_len > (size_t)1 << 30 ? 0 : (int)kept_len; /* a gather counts in int */
-    int one = 0;
     int *lens = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     int *displs = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     char *hosts = rank == 0 ? calloc((size_t)size, HOST_MAX) : NULL;
     char *all = NULL;
     size_t total = 0;
-    /* rank 0 tells the others whether it has room for what they send */
+    /* rank 0 tells the others whether it has room to receive, before each
+     * gather that needs it */
     int ok = rank != 0 || (lens && displs && hosts);
-    PMPI_Gather(&mine, 1, MPI_INT, lens ? lens : &one, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (ok)
+        PMPI_Gather(&mine, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
     for (int r = 0; ok && rank == 0 && r < size; r++) {
         displs[r] = (int)total;
         total += (size_t)lens[r];
