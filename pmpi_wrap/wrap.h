@@ -84,4 +84,13 @@ int sampi_runtime_mpi_start(int thread_level);
  * PMPI_Finalize. */
 void sampi_runtime_fini(void);
 
+/* The end-of-run report (sampi_report, report.c): keep c's record as its
+ * state is freed (a sampi_comm_owner release row); at MPI_Finalize, after
+ * every state was freed, gather the records to MPI_COMM_WORLD rank 0 and
+ * write the report (collective over MPI_COMM_WORLD when sampi_report is
+ * set, nothing otherwise). */
+struct sampi_comm;
+void sampi_report_keep(struct sampi_comm *c);
+void sampi_report_finalize(void);
+
 #endif

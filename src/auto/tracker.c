@@ -51,6 +51,19 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     sampi_predictor_init(&t->pred, c->size, (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_WINDOW));
     sampi_predictor_predict(&t->pred, &t->now);
     sampi_detector_init(&t->det);
+    char report[SAMPI_CVAR_STRING_MAX];
+    if (c->rank == 0 && !c->parent &&
+        sampi_cvar_text(SAMPI_CVAR_REPORT, report, sizeof(report))[0]) {
+        /* every rank holds the same durations, so the communicator's rank
+         * 0 alone keeps the sums (pmpi_wrap/report.c writes its record; a
+         * composed algorithm's stages are not reported);
+         * without memory for them the report leaves the arrivals out */
+        t->report = malloc(sizeof(*t->report));
+        if (t->report && sampi_report_acc_init(t->report, c->size)) {
+            free(t->report);
+            t->report = NULL;
+        }
+    }
     t->predicted = -1;
     atomic_store(&t->pv_predicted, -1);
     atomic_store(&t->pv_degraded, -1);
@@ -354,7 +367,10 @@ static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
             sampi_log(SAMPI_LOG_CALL, "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us",
                       i, (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
                       right[i] / 1e3);
-    if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
+    int changed = sampi_detector_note(&t->det, r, l);
+    if (t->report && t->det.rank >= 0)
+        sampi_report_acc_degraded(t->report, t->det.rank, t->det.slowdown);
+    if (changed && c->rank == 0)
         sampi_log(SAMPI_LOG_SETUP,
                   t->det.rank >= 0 ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
                                    : "communicator of size %d: no degraded link (%d, %.3f)",
@@ -410,6 +426,8 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     t->tracked++;
     *cost_ns = last_arrival_cost(t->dur, c->size);
     note_arrivals(c, t, algo, bytes);
+    if (t->report)
+        sampi_report_acc_note(t->report, t->dur, bytes);
     if (want_probe(t, c, bytes) && (rc = probe_links(c, t)))
         return rc;
     publish(t, bytes);
@@ -470,10 +488,18 @@ void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx,
     }
 }
 
+const struct sampi_report_acc *sampi_tracker_report(const struct sampi_comm *c)
+{
+    return c->tracker ? c->tracker->report : NULL;
+}
+
 void sampi_tracker_free(struct sampi_tracker *t)
 {
     if (!t)
         return;
+    if (t->report)
+        sampi_report_acc_free(t->report);
+    free(t->report);
     free(t->dur);
     free(t->exch);
     free(t->probe_times);

@@ -20,6 +20,7 @@
 #include "algos.h"
 #include "detect.h"
 #include "predict.h"
+#include "report.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -49,6 +50,8 @@ struct sampi_tracker {
     _Atomic int pv_degraded;  /* -1: none */
     _Atomic uint64_t pv_lateness_ns, pv_slowdown_milli, pv_beta_ps;
     _Atomic uint64_t pv_bytes; /* the last tracked call's vector */
+    /* the end-of-run report's sums (report.h), NULL unless sampi_report is set */
+    struct sampi_report_acc *report;
 };
 
 /* Whether a call the user forced to an algorithm is tracked: at least
@@ -99,6 +102,9 @@ struct sampi_select_hints;
 struct sampi_coll_ctx;
 void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx, size_t count,
                          size_t extent, struct sampi_select_hints *h);
+
+/* The report's sums of c's tracked calls (NULL: none kept). */
+const struct sampi_report_acc *sampi_tracker_report(const struct sampi_comm *c);
 
 void sampi_tracker_free(struct sampi_tracker *t);
 
