@@ -65,12 +65,14 @@ double sampi_report_hist_quantile(const uint32_t *hist, double max_ns, double q)
     return max_ns;
 }
 
-int sampi_report_is_late(uint64_t last_calls, uint64_t late_calls, uint64_t tracked)
+int sampi_report_is_late(uint64_t last_calls, uint64_t late_calls, uint64_t tracked,
+                         double median_ns, double top_median_ns)
 {
     return (last_calls >= SAMPI_REPORT_LATE_MIN &&
             (double)last_calls >= SAMPI_REPORT_LAST_SHARE * (double)tracked) ||
            (late_calls >= SAMPI_REPORT_LATE_MIN &&
-            (double)late_calls >= SAMPI_REPORT_LATE_SHARE * (double)tracked);
+            (double)late_calls >= SAMPI_REPORT_LATE_SHARE * (double)tracked &&
+            median_ns >= SAMPI_REPORT_LATE_RELATIVE * top_median_ns);
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -365,18 +367,41 @@ static int node_eq(const struct sampi_report_run *run, const struct sampi_report
     return x == y || strcmp(x, y) == 0;
 }
 
-static int rank_late(const struct sampi_report_comm *c, int r)
+static double median_lateness(const struct sampi_report_rank *k)
 {
-    return c->rank &&
-           sampi_report_is_late(c->rank[r].last_calls, c->rank[r].late_calls, c->h.tot.tracked);
+    return sampi_report_hist_quantile(k->hist, k->late_max_ns, 0.5);
+}
+
+/* The largest median lateness among c's ranks that meet a share of
+ * sampi_report_is_late: the straggler the others are judged against. */
+static double top_lateness(const struct sampi_report_comm *c)
+{
+    double top = 0;
+    for (int i = 0; c->rank && i < c->h.size; i++) {
+        const struct sampi_report_rank *k = &c->rank[i];
+        double m = median_lateness(k);
+        if (m > top && sampi_report_is_late(k->last_calls, k->late_calls, c->h.tot.tracked, m, 0))
+            top = m;
+    }
+    return top;
+}
+
+/* `top`: top_lateness(c), computed once per communicator by the caller */
+static int rank_late(const struct sampi_report_comm *c, int r, double top)
+{
+    if (!c->rank)
+        return 0;
+    const struct sampi_report_rank *k = &c->rank[r];
+    return sampi_report_is_late(k->last_calls, k->late_calls, c->h.tot.tracked, median_lateness(k),
+                                top);
 }
 
 /* Every rank of r's node (in c) is listed late. */
 static int whole_node_late(const struct sampi_report_run *run, const struct sampi_report_comm *c,
-                           int r)
+                           int r, double top)
 {
     for (int i = 0; i < c->h.size; i++)
-        if (node_eq(run, c, i, r) && !rank_late(c, i))
+        if (node_eq(run, c, i, r) && !rank_late(c, i, top))
             return 0;
     return 1;
 }
@@ -535,10 +560,11 @@ void sampi_report_format_text(struct sampi_report_buf *b, const struct sampi_rep
     sampi_report_printf(b, "%s\n", run->nvars ? "" : " none");
     sampi_report_printf(b,
                         "late rank: last in >= %.0f%% of the tracked calls, or >= %.1f ms after "
-                        "the median rank in >= %.0f%% of them (and in >= %d calls); lateness: "
-                        "after the median rank\n",
+                        "the median rank in >= %.0f%% of them with a median >= %.0f%% of the "
+                        "latest rank's (and in >= %d calls); lateness: after the median rank\n",
                         SAMPI_REPORT_LAST_SHARE * 100, SAMPI_REPORT_LATE_NS / 1e6,
-                        SAMPI_REPORT_LATE_SHARE * 100, SAMPI_REPORT_LATE_MIN);
+                        SAMPI_REPORT_LATE_SHARE * 100, SAMPI_REPORT_LATE_RELATIVE * 100,
+                        SAMPI_REPORT_LATE_MIN);
     for (int i = 0; i < ncomms; i++) {
         const struct sampi_report_comm *c = &comms[i];
         const struct sampi_report_totals *t = &c->h.tot;
@@ -584,9 +610,10 @@ void sampi_report_format_text(struct sampi_report_buf *b, const struct sampi_rep
                                 "ms, max %.3f ms\n",
                                 s.min / 1e6, s.median / 1e6, s.max / 1e6);
             sampi_report_printf(b, "  late ranks:");
+            const double top = top_lateness(c);
             int any = 0;
             for (int r = 0; r < c->h.size; r++) {
-                if (!rank_late(c, r))
+                if (!rank_late(c, r, top))
                     continue;
                 const struct sampi_report_rank *k = &c->rank[r];
                 any = 1;
@@ -601,13 +628,14 @@ void sampi_report_format_text(struct sampi_report_buf *b, const struct sampi_rep
                     sampi_report_hist_quantile(k->hist, k->late_max_ns, 0.5) / 1e6,
                     sampi_report_hist_quantile(k->hist, k->late_max_ns, 0.99) / 1e6,
                     k->late_max_ns / 1e6, k->caused_ns / 1e6,
-                    whole_node_late(run, c, r) ? "; its whole node was late" : "");
+                    whole_node_late(run, c, r, top) ? "; its whole node was late" : "");
             }
             sampi_report_printf(b, "%s\n", any ? "" : " none");
             sampi_report_printf(b, "  late nodes:");
             any = 0;
             for (int r = 0; r < c->h.size; r++)
-                if (rank_late(c, r) && whole_node_late(run, c, r) && node_first(run, c, r)) {
+                if (rank_late(c, r, top) && whole_node_late(run, c, r, top) &&
+                    node_first(run, c, r)) {
                     sampi_report_printf(b, " %s", node_of(run, c, r, node, sizeof(node)));
                     any = 1;
                 }
@@ -693,8 +721,9 @@ static void json_comm(struct sampi_report_buf *b, const struct sampi_report_run 
     json_ms(b, "median", s.median, 1);
     json_ms(b, "max", s.max, 0);
     sampi_report_printf(b, "}, \"late_ranks\": [");
+    const double top = top_lateness(c);
     for (int r = 0, m = 0; r < c->h.size; r++) {
-        if (!rank_late(c, r))
+        if (!rank_late(c, r, top))
             continue;
         const struct sampi_report_rank *k = &c->rank[r];
         sampi_report_printf(b, "%s{\"rank\": %d, \"world_rank\": %d, \"node\": ", m++ ? ", " : "",
@@ -709,11 +738,11 @@ static void json_comm(struct sampi_report_buf *b, const struct sampi_report_run 
         json_ms(b, "lateness_mean_ms", k->late_sum_ns / (double)k->late_calls, 1);
         json_ms(b, "caused_wait_ms", k->caused_ns, 1);
         sampi_report_printf(b, "\"whole_node_late\": %s}",
-                            whole_node_late(run, c, r) ? "true" : "false");
+                            whole_node_late(run, c, r, top) ? "true" : "false");
     }
     sampi_report_printf(b, "], \"late_nodes\": [");
     for (int r = 0, m = 0; r < c->h.size; r++)
-        if (rank_late(c, r) && whole_node_late(run, c, r) && node_first(run, c, r)) {
+        if (rank_late(c, r, top) && whole_node_late(run, c, r, top) && node_first(run, c, r)) {
             sampi_report_printf(b, "%s", m++ ? ", " : "");
             sampi_report_json_string(b, node_of(run, c, r, node, sizeof(node)));
         }
@@ -800,9 +829,10 @@ void sampi_report_format_json(struct sampi_report_buf *b, const struct sampi_rep
     sampi_report_printf(b, "}}, \"late_rule\": {");
     json_ms(b, "lateness_ms", SAMPI_REPORT_LATE_NS, 1);
     sampi_report_printf(b,
-                        "\"late_share\": %.2f, \"last_share\": %.2f, \"min_calls\": %d}, "
-                        "\"communicators\": [",
-                        SAMPI_REPORT_LATE_SHARE, SAMPI_REPORT_LAST_SHARE, SAMPI_REPORT_LATE_MIN);
+                        "\"late_share\": %.2f, \"last_share\": %.2f, \"min_calls\": %d, "
+                        "\"relative\": %.2f}, \"communicators\": [",
+                        SAMPI_REPORT_LATE_SHARE, SAMPI_REPORT_LAST_SHARE, SAMPI_REPORT_LATE_MIN,
+                        SAMPI_REPORT_LATE_RELATIVE);
     for (int i = 0; i < ncomms; i++) {
         sampi_report_printf(b, "%s", i ? ",\n " : "\n ");
         json_comm(b, run, &comms[i]);

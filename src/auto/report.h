@@ -53,6 +53,12 @@
 #define SAMPI_REPORT_LAST_SHARE 0.05
 #define SAMPI_REPORT_LATE_SHARE 0.25
 #define SAMPI_REPORT_LATE_MIN   3
+/* ... and by the second route only with a median lateness of at least this
+ * share of the largest median among the ranks that meet either share (the
+ * straggler's): a rank of a late node is as late as the node, while a rank
+ * a busy host descheduled for 2 ms in a third of the calls, beside a
+ * straggler 50 ms late, is not listed with it. */
+#define SAMPI_REPORT_LATE_RELATIVE 0.5
 /* auto's cells kept per communicator (bucket x regime) */
 #define SAMPI_REPORT_CELLS (SAMPI_AUTOSEL_BUCKETS * SAMPI_REGIME__COUNT)
 
@@ -121,7 +127,8 @@ double sampi_report_hist_quantile(const uint32_t *hist, double max_ns, double q)
 
 /* Whether a rank last in last_calls and late in late_calls of `tracked`
  * calls is listed. */
-int sampi_report_is_late(uint64_t last_calls, uint64_t late_calls, uint64_t tracked);
+int sampi_report_is_late(uint64_t last_calls, uint64_t late_calls, uint64_t tracked,
+                         double median_ns, double top_median_ns);
 
 /* auto's view of one cell (a size bucket in a regime) at the end. */
 struct sampi_report_cell {

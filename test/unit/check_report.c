@@ -63,15 +63,21 @@ END_TEST
 START_TEST(late_rank_threshold)
 {
     /* last in 5% of the calls, and in 3 of them at least */
-    ck_assert(sampi_report_is_late(5, 0, 100));
-    ck_assert(!sampi_report_is_late(4, 0, 100));
-    ck_assert(!sampi_report_is_late(2, 0, 10));
-    ck_assert(sampi_report_is_late(3, 0, 10));
+    ck_assert(sampi_report_is_late(5, 0, 100, 0, 0));
+    ck_assert(!sampi_report_is_late(4, 0, 100, 0, 0));
+    ck_assert(!sampi_report_is_late(2, 0, 10, 0, 0));
+    ck_assert(sampi_report_is_late(3, 0, 10, 0, 0));
     /* or late after the median rank in a quarter of them */
-    ck_assert(sampi_report_is_late(0, 25, 100));
-    ck_assert(!sampi_report_is_late(0, 24, 100));
-    ck_assert(!sampi_report_is_late(0, 2, 4));
-    ck_assert(!sampi_report_is_late(0, 0, 0));
+    ck_assert(sampi_report_is_late(0, 25, 100, 0, 0));
+    ck_assert(!sampi_report_is_late(0, 24, 100, 0, 0));
+    ck_assert(!sampi_report_is_late(0, 2, 4, 0, 0));
+    ck_assert(!sampi_report_is_late(0, 0, 0, 0, 0));
+    /* the second route, beside a straggler: as late as it, or half, listed;
+     * 2 ms beside 50 ms not (the last route never looks at lateness) */
+    ck_assert(sampi_report_is_late(0, 30, 100, 30e6, 30e6));
+    ck_assert(sampi_report_is_late(0, 30, 100, 25e6, 50e6));
+    ck_assert(!sampi_report_is_late(0, 30, 100, 2e6, 50e6));
+    ck_assert(sampi_report_is_late(5, 0, 100, 2e6, 50e6));
 }
 END_TEST
 
