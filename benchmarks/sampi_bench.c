@@ -37,6 +37,7 @@
 
 #include <mpi.h>
 
+#include "config.h"
 #include "sampi.h"
 
 enum { BENCH_OK = 0, BENCH_FAILED = 1, BENCH_USAGE = 2 };
@@ -659,10 +660,6 @@ static void choose_clock(struct bench *b)
 
 /* ------------------------------------------------------------ entries */
 
-static const char *const known_algos[] = {"auto", "native", "ring",       "rhd",       "stragglar",
-                                          "hier", "optcc",  "optireduce", "selective", NULL};
-static const char *const known_netdevs[] = {"auto", "mpi", "ofi", "dpdk", NULL};
-
 static void append_name(char *out, size_t len, const char *name)
 {
     size_t used = strlen(out);
@@ -703,8 +700,10 @@ out:
     return rc;
 }
 
-/* Without MPI_T, ask the setter about every name this program knows of, on a
- * scratch communicator that never runs a collective.  Only rank 0 gets here,
+/* Without MPI_T, ask the setter about every item of the variable's own list
+ * (sampi_algo_names, sampi_netdev_names: config.h, made from the algorithm
+ * and netdev tables), on a scratch communicator that never runs a
+ * collective.  Only rank 0 gets here,
  * so the scratch communicator is a duplicate of MPI_COMM_SELF. */
 static void probe_names(const char *const *known, int (*set)(MPI_Comm, const char *), char *out,
                         size_t len)
@@ -738,7 +737,7 @@ static void report_setup_error(const struct entry_spec *es, enum setup_what what
     }
     if (mpit_enum_names(what == SETUP_ALGORITHM ? "sampi_algorithm" : "sampi_netdev", names,
                         sizeof(names)))
-        probe_names(what == SETUP_ALGORITHM ? known_algos : known_netdevs,
+        probe_names(what == SETUP_ALGORITHM ? sampi_algo_names : sampi_netdev_names,
                     what == SETUP_ALGORITHM ? sampi_comm_set_algorithm : sampi_comm_set_netdev,
                     names, sizeof(names));
     fprintf(stderr, "sampi_bench: --algos entry '%s': unknown %s '%s' (accepted: %s)\n", es->spec,

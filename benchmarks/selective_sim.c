@@ -1,9 +1,9 @@
 /*
  * selective_sim.c - discrete-event simulator of Selective Reduce (Luo et al.)
  * in the paper's setup, driving the same C policy code as sampi-controller
- * (coll_algos/selective_policy.h).  ../shared/specs/selective.md sections
- * 8-11 describe the setup and the modelling choices; this program follows
- * the reference simulator selective_sim.py choice for choice, down to its
+ * (coll_algos/selective_policy.h).  The setup is the paper's
+ * (Sec. IV-A); this program follows the reference simulator (where present,
+ * docs/design.md) choice for choice, down to its
  * random streams (Python's Mersenne Twister, seeded the same way), so both
  * print the same figures for the same inputs.
  *

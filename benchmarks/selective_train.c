@@ -11,7 +11,7 @@
  * --seconds of its own clock; without a controller the ranks agree to stop
  * through the last element of the model, which every call averages.
  *
- * Prints the paper's metrics (../shared/specs/selective.md section 9):
+ * Prints the paper's metrics (Luo et al., Sec. IV):
  * average sync time (reduction only, waiting excluded), average wait (ready to
  * reduction start), average sync scale (group size), total syncs, total
  * iterations; as one JSON line and one human-readable line.

@@ -32,6 +32,7 @@ enum sampi_algo_caps {
     SAMPI_CAP_NEEDS_DATAGRAM = 1u << 6,   /* needs a datagram netdev */
     SAMPI_CAP_IN_PLACE = 1u << 7,         /* accepts MPI_IN_PLACE */
     SAMPI_CAP_AUTO = 1u << 8,             /* `auto` may choose it */
+    SAMPI_CAP_COMPOSED = 1u << 9,         /* runs other algorithms on parts (tracker.h) */
 };
 
 enum sampi_algo_id {

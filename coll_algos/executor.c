@@ -192,8 +192,9 @@ static void waiting_for(const struct sampi_round *rd, size_t nrecv, const struct
  * caller's buffers after the return (see the top of the file).  reqs[0,
  * nrecv) are the round's receives, reqs[nrecv, posted) its sends, all to
  * `to`. */
-static void settle(const struct sampi_coll_args *a, struct sampi_netdev *nd, struct round_state *st,
-                   size_t nrecv, size_t posted, int to, int why)
+static void settle_failed_round(const struct sampi_coll_args *a, struct sampi_netdev *nd,
+                                struct round_state *st, size_t nrecv, size_t posted, int to,
+                                int why)
 {
     const struct sampi_coll_ctx *x = a->ctx;
     for (size_t i = 0; i < nrecv && i < posted; i++)
@@ -338,7 +339,7 @@ static int run_round(const struct sampi_coll_args *a, struct sampi_netdev *nd, u
     sampi_stat_add(&sampi_process_stats.bytes_received, received);
     return 0;
 fail:
-    settle(a, nd, st, nrecv, posted, rd->send.peer, rc);
+    settle_failed_round(a, nd, st, nrecv, posted, rd->send.peer, rc);
     return rc;
 }
 

@@ -1,6 +1,6 @@
 /*
  * hadamard.h - the randomized Hadamard transform optireduce applies before
- * sending and inverts after receiving (spec optireduce.md section 7), and the
+ * sending and inverts after receiving (OptiReduce's Hadamard transform), and the
  * shard-major layout it writes into.
  *
  * A vector of `count` floats is cut into blocks of B = 2^k elements (the last

@@ -68,10 +68,17 @@ int sampi_hier_inter_check(const struct sampi_algo *table, const char *text, cha
 {
     if (inter_allowed(table, text))
         return 0;
+    /* the exact algorithms, from the table, so that a new row needs no edit */
+    char names[256] = "";
+    size_t at = 0;
+    for (int i = 0; i < SAMPI_ALGO__COUNT && at < sizeof(names); i++)
+        if (i != SAMPI_ALGO_AUTO && inter_allowed(table, table[i].name))
+            at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", at ? ", " : "",
+                                   table[i].name);
     snprintf(err, errlen,
              "sampi_hier_inter: '%s' is not hint, auto or an exact algorithm other than hier "
-             "(native, ring, rhd, stragglar, optcc)",
-             text ? text : "");
+             "(%s)",
+             text ? text : "", names);
     return -EINVAL;
 }
 

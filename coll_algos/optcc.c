@@ -1,15 +1,14 @@
 /*
  * optcc.c - `optcc`: OptCC allreduce around one bandwidth-degraded rank
- * ("Don't Let a Few Network Failures Slow the Entire AllReduce",
- * ../shared/specs/optcc.md), with the degraded rank z and its slowdown l
- * given by sampi_optcc_slowdown ("rank:l"; one degraded rank for now).
+ * ("Don't Let a Few Network Failures Slow the Entire AllReduce", Sec. 4), with the degraded rank z
+ * and its slowdown l given by sampi_optcc_slowdown ("rank:l"; one degraded rank for now).
  *
  * What:     the schedule of optcc_schedule.c: k segments, each ring
  *           reduce-scattered among the p-1 healthy ranks, one section per
  *           healthy rank uploaded to z and downloaded from it, then ring
  *           allgathered, four segments staggered so that z's slow link and
  *           the healthy ring are busy at the same time (bubble filling for
- *           l < 2).  Executed in the per-window lockstep of spec 8.2: in each
+ *           l < 2).  Executed in the per-window lockstep of optcc_schedule.h: in each
  *           of the (k+1)(p-1) steps a rank sends one message of up to two
  *           parts to one peer and receives one from one peer.  Each step is
  *           run as two executor rounds on every rank (round 2t: the first
@@ -24,7 +23,7 @@
  *           2(p-1) l n / ((p-2) l + 2) (k+l-1)/k for l < 2, against
  *           2(p-1) alpha + l 2(p-1)/p n beta for a ring through z.  k: the
  *           largest multiple of 4 in [4, 32] that keeps sections >= 8 KiB
- *           (spec 8.4's floor on the section size).
+ *           (our floor on the section size).
  * Stragglers: assumes z's link is l times slower in both directions and
  *           the others equal.  A wrong z or l costs time, never correctness.
  * Exactness: the builder reduces every element along one chain and finishes

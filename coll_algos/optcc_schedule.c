@@ -1,7 +1,7 @@
 /*
  * optcc_schedule.c - the OptCC schedule (Chen et al., "Don't Let a Few
- * Network Failures Slow the Entire AllReduce"; our specification
- * ../shared/specs/optcc.md, sections 4, 8.6 and 11) for one degraded rank z.
+ * Network Failures Slow the Entire AllReduce"; Sec. 4.1 and 4.2;
+ * the window layout and uneven counts are ours) for one degraded rank z.
  *
  * What it does: the n elements are cut into k segments (k % 4 == 0), each
  * into h = p-1 sections plus, when l < 2, a bubble chunk.  Every segment goes
@@ -20,7 +20,7 @@
  * the finished chunk of the previous body.
  *
  * Cost (alpha-beta, beta per element on a healthy link, l*beta on z's link,
- * one message per rank and step; lockstep as in spec 8.2):
+ * one message per rank and step; lockstep as in optcc_schedule.h):
  *   (k+1)(p-1) alpha + F_k beta, where
  *   F_k = l n (k+1)/k                                  for l >= 2,
  *   F_k = 2(p-1) l n / ((p-2) l + 2) * (k+l-1)/k       for l < 2 (bubble),
@@ -60,7 +60,7 @@ struct lane {
     int delta;     /* allgather owner offset: 0 for ordering 1, 1 for 2 */
 };
 
-/* What one body carries (spec 4.2, per-body table); -1: nothing. */
+/* What one body carries (the paper's Sec. 4.2, per-body table); -1: nothing. */
 struct body {
     int up;   /* segment in S2 (upload to z) */
     int down; /* segment in S3 (download from z) */
@@ -88,7 +88,7 @@ static void add_lane(struct body *bd, int k, int sigma, int allgather)
     bd->nlanes++;
 }
 
-/* A starts S1 in body 4g, B and C in 4g+1, D in 4g+2 (spec 4.2); lanes in
+/* A starts S1 in body 4g, B and C in 4g+1, D in 4g+2 (the paper's Sec. 4.2); lanes in
  * sigma order, which is the order of the parts in a packed ring message. */
 static void body_of(int k, int b, struct body *bd)
 {
@@ -270,7 +270,7 @@ int sampi_optcc_schedule_build(struct sampi_optcc_schedule *s, int p, int stragg
     s->sec_cnt = mem + nsec;
     s->bub_off = mem + 2 * nsec;
     s->bub_cnt = mem + 2 * nsec + k;
-    /* spec 8.6: segment sigma is contiguous, its h sections first (sizes
+    /* uneven counts: segment sigma is contiguous, its h sections first (sizes
      * differing by at most one, larger first), its bubble chunk last */
     size_t pos = 0, uk = (size_t)k;
     for (int sigma = 0; sigma < k; sigma++) {

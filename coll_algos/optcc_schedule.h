@@ -1,6 +1,7 @@
 /*
  * optcc_schedule.h - the OptCC schedule for one bandwidth-degraded rank
- * (../shared/specs/optcc.md sections 4 and 8.6), as a pure builder.
+ * ("Don't Let a Few Network Failures Slow the Entire AllReduce", Sec. 4.1
+ * and 4.2), as a pure builder.
  *
  * The schedule is a lockstep of (k+1)(p-1) steps; in each step a rank sends
  * at most one message to one peer and receives at most one message from one
@@ -76,8 +77,8 @@ void sampi_optcc_schedule_free(struct sampi_optcc_schedule *s);
 void sampi_optcc_schedule_step(const struct sampi_optcc_schedule *s, int rank, int step,
                                struct sampi_optcc_step *out);
 
-/* Write the schedule in the dump format of optcc.md section 11 (every
- * transfer once, from the sender's side).  Returns 0 or -EIO. */
+/* Write the schedule as text, one line per transfer, from the sender's
+ * side (the format the OptCC reference model reads, where present).  Returns 0 or -EIO. */
 int sampi_optcc_schedule_dump(const struct sampi_optcc_schedule *s, FILE *f);
 
 #endif

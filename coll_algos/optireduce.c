@@ -1,6 +1,8 @@
 /*
  * optireduce.c - `optireduce`: approximate, tail-bounded allreduce for float
- * SUM (spec ../shared/specs/optireduce.md, after OptiReduce, NSDI'25).
+ * SUM, after OptiReduce ("OptiReduce: Resilient and Tail-Optimal AllReduce for
+ * Distributed Deep Learning in the Cloud", NSDI 2025; docs/design.md, 'The
+ * published designs').
  *
  * What:     Transpose AllReduce over unreliable datagrams.  Rank j owns shard
  *           j of the (Hadamard-encoded) vector.  Stage 1: every rank sends

@@ -1,6 +1,6 @@
 /*
  * optireduce_plan.h - the Transpose AllReduce round plan and packetisation
- * (spec optireduce.md sections 3.3 and 5.3).  Pure: no MPI, no clocks.
+ * (after OptiReduce's Transpose AllReduce).  Pure: no MPI, no clocks.
  *
  * Each stage (scatter-reduce, then gather) sends one flow to every other
  * rank.  With incast I (1 <= I <= n-1) a stage has R = ceil((n-1)/I) rounds;

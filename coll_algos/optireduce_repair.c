@@ -1,6 +1,6 @@
 /*
- * optireduce_repair.c - exact repair of optireduce's stage-2 losses (spec
- * ../shared/specs/optireduce.md section 6.3, mode `repair`, over MPI).
+ * optireduce_repair.c - exact repair of optireduce's stage-2 losses (the
+ * consistency mode `repair`, SAMPI's own, over MPI).
  *
  * What:     After stage 2 every rank knows which packets of each owner's
  *           shard it missed.  It sends each owner the list of its missing

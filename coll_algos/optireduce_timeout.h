@@ -1,7 +1,7 @@
 /*
- * optireduce_timeout.h - optireduce's stage timeouts and incast rule (spec
- * optireduce.md sections 5.3 and 9), as pure policy: times in, decisions
- * out, no clocks read here.
+ * optireduce_timeout.h - optireduce's stage timeouts and incast rule (after
+ * OptiReduce's adaptive timeouts; the rule here is SAMPI's own), as pure policy: times in,
+ * decisions out, no clocks read here.
  *
  *   t_B  hard bound per stage: margin x P95 of the calibration calls' stage
  *        times (the slowest rank's), or a value the user sets;

@@ -4,8 +4,9 @@
  *
  * Without MPI_IN_PLACE the rank's own contribution starts in sendbuf.
  * Copying all of it into recvbuf before the first round is one more pass
- * over the whole vector (1.5-2 ms of a 16 MiB call at p = 2, a third of it),
- * and most of that copy is overwritten: a range received by copy never
+ * over the whole vector (a third of a large call at p = 2:
+ * docs/notes/2026-11-small-call-costs.md), and most of that copy is
+ * overwritten: a range received by copy never
  * needed it, and a range about to be reduced can take it a block at a time,
  * in cache, just before the reduction.  So the executor brings a range in
  * only when a round needs it, and asks here what recvbuf holds:

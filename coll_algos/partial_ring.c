@@ -37,10 +37,10 @@ uint64_t sampi_partial_ring_seq(uint64_t group_id)
     return GROUP_SEQ_BIT | (group_id & (GROUP_SEQ_BIT - 1));
 }
 
-int sampi_partial_ring(const struct sampi_coll_args *a, const int *members, int m,
+int sampi_partial_ring(const struct sampi_coll_args *args, const int *members, int m,
                        uint64_t group_id)
 {
-    const struct sampi_coll_ctx *x = a->ctx;
+    const struct sampi_coll_ctx *x = args->ctx;
     int me = -1, rc = 0;
     for (int i = 0; i < m; i++)
         if (members[i] == x->rank)
@@ -54,7 +54,7 @@ int sampi_partial_ring(const struct sampi_coll_args *a, const int *members, int 
     struct sampi_round *rounds = malloc((size_t)max * sizeof(*rounds));
     if (!rounds)
         return -ENOMEM;
-    int n = sampi_ring_schedule(m, me, a->count, rounds, max);
+    int n = sampi_ring_schedule(m, me, args->count, rounds, max);
     if (n < 0) {
         rc = n;
         goto fail;
@@ -67,7 +67,7 @@ int sampi_partial_ring(const struct sampi_coll_args *a, const int *members, int 
     }
     /* Not the context's seq: it counts this rank's calls and so differs between
      * members; the group's id is their agreed number. */
-    rc = sampi_execute_rounds_seq(a, rounds, n, sampi_partial_ring_seq(group_id));
+    rc = sampi_execute_rounds_seq(args, rounds, n, sampi_partial_ring_seq(group_id));
 fail:
     free(rounds);
     return rc;

@@ -1,6 +1,7 @@
 /*
  * selective_cdf.h - empirical CDF of one training round's compute time, for
- * BPAWR's readiness probabilities (../shared/specs/selective.md section 6).
+ * BPAWR's readiness probabilities (Luo et al., "Progress and Bandwidth Aware Partial Model
+ * Synchronization With Selective Reduce", Sec. III-D).
  * Internal to the selective policy; no I/O, no clocks.
  */
 #ifndef SAMPI_SELECTIVE_CDF_H

@@ -1,6 +1,7 @@
 /*
  * selective_groups.c - the two pure building blocks of Selective Reduce
- * (Luo et al.; ../shared/specs/selective.md sections 5 and 6).
+ * (Luo et al., "Progress and Bandwidth Aware Partial Model Synchronization
+ * With Selective Reduce", Sec. III-C and III-D).
  *
  * BAG (Alg. 1, bandwidth-aware grouping): sort the ready workers by bandwidth,
  * fastest first; a group takes a mandatory core of p workers, then every next
@@ -84,8 +85,8 @@ fail:
     return ngroups;
 }
 
-enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a,
-                                            struct sampi_sel_cand *S, int ns,
+enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *args,
+                                            struct sampi_sel_cand *training, int ns,
                                             const struct sampi_sel_item *g, int m, int *delta,
                                             int *ndelta, struct sampi_sel_item *scratch, int *start,
                                             double *tx)
@@ -93,7 +94,7 @@ enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a
     enum sampi_sel_bpawr_result res = SAMPI_SEL_BPAWR_LAUNCH;
     double ksum = 0.0, wsum = 0.0, bhat = INFINITY, saved = 0.0;
     *ndelta = 0;
-    if (m < a->p || m <= 0) {
+    if (m < args->p || m <= 0) {
         res = SAMPI_SEL_BPAWR_HOLD;
         goto fail;
     }
@@ -101,12 +102,12 @@ enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a
         bhat = fmin(bhat, g[i].bw);
     /* C: unclaimed candidates faster than g's bottleneck (Eq. 4). */
     for (int i = 0; i < ns; i++) {
-        if (S[i].claimed || !(S[i].bw > bhat))
+        if (training[i].claimed || !(training[i].bw > bhat))
             continue;
-        double pi = a->prob(a->prob_ctx, S[i].id, S[i].elapsed, a->delta_t);
-        S[i].claimed = 1;
+        double pi = args->prob(args->prob_ctx, training[i].id, training[i].elapsed, args->delta_t);
+        training[i].claimed = 1;
         ksum += pi;
-        wsum += pi * S[i].bw;
+        wsum += pi * training[i].bw;
     }
     /* The epsilon keeps 0.1 + 0.2 + 0.7 from flooring to 0. */
     int k = (int)floor(ksum + 1e-9);
@@ -134,7 +135,7 @@ enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a
             scratch[nl++] = (struct sampi_sel_item){.bw = bbar, .id = -1 - j};
         qsort(scratch, (size_t)nl, sizeof(*scratch), cmp_item);
     }
-    sampi_sel_bag_sorted(scratch, nl, a->p, a->eta, a->literal_bag, start);
+    sampi_sel_bag_sorted(scratch, nl, args->p, args->eta, args->literal_bag, start);
     /* g* = the first BAG group: a prefix of the sorted list.  The real
      * workers of g outside it are g_delta. */
     double bstar_min = INFINITY;
@@ -143,8 +144,8 @@ enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a
     for (int i = start[1]; i < nl; i++)
         if (scratch[i].id >= 0)
             delta[(*ndelta)++] = scratch[i].id;
-    saved = 2.0 * a->v_gbit / bhat - 2.0 * a->v_gbit / bstar_min;
-    if (saved > a->theta * a->delta_t)
+    saved = 2.0 * args->v_gbit / bhat - 2.0 * args->v_gbit / bstar_min;
+    if (saved > args->theta * args->delta_t)
         res = SAMPI_SEL_BPAWR_WAIT_REPLACE;
     else
         *ndelta = 0;

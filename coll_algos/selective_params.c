@@ -1,6 +1,7 @@
 /*
  * selective_params.c - Selective Reduce parameters: the paper's defaults
- * (../shared/specs/selective.md section 8) and their sampi_selective_*
+ * (Luo et al., "Progress and Bandwidth Aware Partial Model Synchronization
+ * With Selective Reduce", Sec. IV-A) and their sampi_selective_*
  * control variables.  The numbers that the registry cannot type (p, eta,
  * theta, delta_t) are STRING variables parsed here, so a bad value is
  * reported by the controller that reads them.

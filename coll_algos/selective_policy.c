@@ -1,6 +1,7 @@
 /*
  * selective_policy.c - the Selective Reduce controller step (Alg. 3 of Luo
- * et al.; ../shared/specs/selective.md section 7) and the two baselines, as
+ * et al., "Progress and Bandwidth Aware Partial Model Synchronization With
+ * Selective Reduce", Sec. III-E) and the two baselines, as
  * a state machine driven by the caller's reports and clock.
  *
  * Workers are computing (in S), ready (in the FIFO queue Q) or syncing.  One

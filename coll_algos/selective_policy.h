@@ -1,6 +1,7 @@
 /*
  * selective_policy.h - Selective Reduce controller policy (BAG, BPAWR, the
- * SelectiveReduce decision step of ../shared/specs/selective.md sections 5-7)
+ * SelectiveReduce decision step: Luo et al., "Progress and Bandwidth Aware
+ * Partial Model Synchronization With Selective Reduce", Sec. III-C to III-E)
  * and the partial-reduce / all-reduce baselines, as a pure library: no MPI,
  * no I/O, no clocks.  Time is seconds as a double supplied by the caller, on
  * any clock that only moves forward; bandwidths are Gbps.
@@ -39,8 +40,8 @@
  * treated as the slowest known worker (1 Gbps when none is known), so an
  * unmeasured worker never drags a fast group down.
  *
- * Ambiguities (spec section 12) are options in sampi_sel_params; defaults
- * follow the spec's reading: BAG core of p (A1), b* reset on a new group (A2),
+ * Where the paper can be read two ways, the reading is an option in
+ * sampi_sel_params; the defaults are: BAG core of p (A1), b* reset on a new group (A2),
  * LAUNCH <=> |g| >= p and t_X <= theta*dt (A4), p_i = F(t_i + dt) (A5), floor
  * (A6), probability-weighted mean bandwidth (A7), k counts full syncs and the
  * group loop stops at a full turn (A8), trigger |Q| >= p (A9), staleness-damped
@@ -83,8 +84,8 @@ struct sampi_sel_params {
     int p_count;        /* > 0: p itself */
     double eta;         /* BAG relaxation; paper 0.3 */
     double theta;       /* BPAWR waiting threshold factor; paper 1 */
-    double delta_t;     /* waiting slot (s); not in the paper, spec 0.01 */
-    int c;              /* full synchronisation every c syncs; 0 = never (spec default) */
+    double delta_t;     /* waiting slot (s); not in the paper; 0.01 is ours */
+    int c;              /* full synchronisation every c syncs; 0 = never (default) */
     double model_bytes; /* v in t_X = 2v/b - 2v/b': the allreduce's bytes; paper 500 MB */
     double alpha;       /* one-way latency (s) for the T(g) estimate; paper 1e-3 */
     enum sampi_sel_cdf_mode cdf_mode;
@@ -96,7 +97,7 @@ struct sampi_sel_params {
     enum sampi_sel_weighting weighting;
 };
 
-/* Fills the paper's / spec's defaults. */
+/* Fills the defaults: the paper's, and ours where it gives none. */
 void sampi_sel_params_default(struct sampi_sel_params *prm);
 
 /* Overrides prm from the sampi_selective_* control variables (environment
@@ -261,14 +262,15 @@ struct sampi_sel_bpawr_args {
     void *prob_ctx;
 };
 
-/* BPAWR (Alg. 2) for ready group g[0..m) against candidates S[0..ns)
- * (unclaimed ones only; those with bw > min(g) get claimed).  g is not
+/* BPAWR (Alg. 2) for ready group g[0..m) against candidates training[0..ns),
+ * the workers still training (the paper's S; unclaimed ones only; those
+ * with bw > min(g) get claimed).  g is not
  * modified.  On WAIT_REPLACE, the ids of g's workers that the predicted ones
  * would replace are written to delta[] (room for m) and counted in *ndelta.
  * scratch needs room for m + ns items and start for m + ns + 1 ints.  *tx
  * (may be NULL) receives the time saved by the replacement. */
-enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *a,
-                                            struct sampi_sel_cand *S, int ns,
+enum sampi_sel_bpawr_result sampi_sel_bpawr(const struct sampi_sel_bpawr_args *args,
+                                            struct sampi_sel_cand *training, int ns,
                                             const struct sampi_sel_item *g, int m, int *delta,
                                             int *ndelta, struct sampi_sel_item *scratch, int *start,
                                             double *tx);

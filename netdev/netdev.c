@@ -88,12 +88,10 @@ int sampi_netdev_load_agreed(MPI_Comm comm, struct sampi_waiter *w, const char *
 
 int sampi_netdev_auto_choice(MPI_Comm comm)
 {
-    /* Measured side by side on one host (sampi_bench, ring, 4-64 MiB, np 2
-     * and 4): ofi's shm provider is no faster than PMPI point-to-point, which
-     * Open MPI 4.1's vader BTL already moves with a single copy
-     * (process_vm_readv), and it is slower below 32 MiB.  Open MPI's slow
-     * large allreduce comes from its algorithm choice, not its transport.  So
-     * auto means mpi until a path beats it; ofi stays one setting away. */
+    /* On one host ofi's shm provider is no faster than PMPI point-to-point,
+     * which Open MPI 4.1 already moves with a single copy
+     * (docs/notes/2026-11-ofi-measurements.md).  So auto means mpi until a
+     * path beats it; ofi stays one setting away. */
     (void)comm;
     return SAMPI_NETDEV_MPI;
 }

@@ -16,100 +16,46 @@
  * &req->impl (sized for struct fi_context2), and a completion finds its
  * request again from op_context, whichever wait() call reads it.
  *
- * Waiting (DESIGN rule 6) follows the wait mode (src/base/wait_mode.h): poll
- * and yield read the CQ between sampi_wait_pause turns; block sleeps in
- * fi_cq_sread when the CQ has a file-descriptor wait object.  In libfabric
- * 1.17, tcp;ofi_rxm accepts FI_WAIT_FD and its sread drives the sockets'
- * progress while it sleeps (two ranks both waiting, rendezvous and 512 MiB
- * messages included, were checked); shm refuses FI_WAIT_FD, FI_WAIT_POLLFD
- * and FI_WAIT_MUTEX_COND (-FI_ENOSYS) and its FI_WAIT_UNSPEC is
- * FI_WAIT_YIELD, a sched_yield spin, so shm waits pause as the mode says.
- * A rank waiting 2 s for a silent peer used 0.1% of a core with tcp in block
- * mode, 1.2% with shm, 99.6% polling.
+ * Waiting (docs/design.md, 'Waits follow the node') follows the wait mode
+ * (src/base/wait_mode.h): poll and yield read the CQ between
+ * sampi_wait_pause turns; block sleeps in fi_cq_sread when the CQ has a
+ * file-descriptor wait object.  tcp;ofi_rxm has one, and its sread drives
+ * the sockets' progress while it sleeps; shm has none (its FI_WAIT_UNSPEC is
+ * a sched_yield spin), so shm waits pause as the mode says.
  *
  * Per-rank addresses: with sampi_ofi_bind_base = A.B.C.D, MPI_COMM_WORLD rank
  * r asks fi_getinfo for A.B.C.(D+r) as its source (FI_SOURCE) and defaults to
  * tcp;ofi_rxm even on one host, so that every connection it listens on or
  * opens carries that address and tc can shape each rank apart on one `lo`
- * (benchmarks/testbed; ss showed no socket left on 127.0.0.1, and a
- * 200 Mbit/s cap per source address gave ring 24.9 MB/s per rank).
+ * (benchmarks/testbed).
  *
- * Message sizes: shm and tcp;ofi_rxm both report max_msg_size = 2^64-1, and
- * both moved one 512 MiB message here (shm by process_vm_readv, rxm by
- * rendezvous); a provider that reports less gets -EMSGSIZE above its limit.
+ * Message sizes: a provider that reports a max_msg_size below a message gets
+ * -EMSGSIZE for it (shm and tcp;ofi_rxm report 2^64-1).
  *
- * Queue depths (libfabric 1.17, checked with fi_info and by posting until
- * refused): shm advertises tx_attr->size = rx_attr->size = 1024 and
- * tcp;ofi_rxm 2048 each.  Past them shm refuses fi_trecv with -FI_ENOMEM
- * (the 1025th receive) and fi_tsend with -FI_EAGAIN; rxm answers -FI_EAGAIN
- * to both (its eager sends complete at once, so only rendezvous sends, or
- * sends before anything completed, fill it).  An executor step posts all its
- * segments at once, so before SAMPI counted them a step of more than 1024
- * segments failed over shm (MPI_ERR_NO_MEM: np 2, 1 KiB segments, 262,144
- * doubles ran, 270,336 failed), and one of more than 2048 hung over rxm (the
- * refused receive was queued and every send queued behind it, on both
- * ranks).  Now each direction counts what the provider holds, hands it no
- * more than its depth, and queues the rest in posting order (post()).  A
- * rank waiting 2 s on 3000 receives nobody sent (the rest of them queued)
- * used 0.0% of a core over tcp and 1.7% over shm.
+ * Queue depths: a provider refuses operations past its tx/rx queue sizes
+ * (shm fi_trecv with -FI_ENOMEM, the others -FI_EAGAIN), and an executor
+ * step posts all its segments at once.  So each direction counts what the
+ * provider holds, hands it no more than its depth, and queues the rest in
+ * posting order (post()).  shm also keeps unexpected messages in its receive
+ * queue, and while that is full it reads nothing at all, so a rank that
+ * hears from two peers at once could hang: SAMPI gives shm at most a quarter
+ * of each queue, which leaves room for two other peers' unmatched sends.
+ * Sends of 4 KiB or less are not bounded by it: with segments that small,
+ * rhd and stragglar at np >= 3 can still hang over shm.  tcp;ofi_rxm keeps
+ * unexpected messages apart and gets its full depth.
  *
- * shm's receive queue is also where it keeps unexpected messages: each takes
- * an entry, and while none is free shm stops reading its command queue,
- * which all peers share, so a message for a posted receive can wait behind
- * an unexpected one from another peer that will never get an entry.  A rank
- * that hears from two peers at once (rhd, stragglar at np >= 3) then hangs:
- * rhd np 4 with 1 KiB segments hung at 185,000 doubles (165,000 ran), and
- * stragglar np 4 with 8 KiB segments at 2M doubles, before SAMPI counted
- * anything and with a limit of 1024.
- * Sends above 4 KiB stay at the sender, holding a send-queue entry, until a
- * receive matches them, so SAMPI gives shm at most a quarter of each queue
- * (256 sends, 256 receives): its own receives and two other peers' unmatched
- * sends then fit.  rhd at np 3-8 and stragglar at np 4-8 with 8 KiB
- * segments (up to 128 MB) ran; ring np 2 with 1 KiB segments (128 MB) took
- * about 20% longer than with 1024, with 8 KiB no difference above noise.
- * Sends of 4 KiB or less complete when posted and nothing bounds them: with
- * segments that small, rhd and stragglar at np >= 3 can still hang over shm
- * (rhd np 4, 1M doubles, 1 KiB segments).  tcp;ofi_rxm keeps unexpected
- * messages apart and ran all of these at its full depth.
+ * Over tcp SAMPI sets three of rxm's variables (ofi_tcp_env_defaults):
+ * FI_TCP_NODELAY=1, a smaller shared receive pool (FI_OFI_RXM_MSG_RX_SIZE)
+ * so that opening an endpoint is cheap, and an eager limit of SAMPI's
+ * default segment (FI_OFI_RXM_EAGER_LIMIT) so that a segment is not sent by
+ * rendezvous.  isend/irecv never block on a peer: rxm answers -FI_EAGAIN
+ * until the connection to a new peer is up, which needs that peer to
+ * progress, and the peer may be inside an MPI call waiting for us; such
+ * operations are queued and posted from wait().
  *
- * Why tcp looked slow, and what SAMPI sets (libfabric 1.17.0, loopback with
- * FI_TCP_IFACE=lo, a 2-core VM shared with other jobs; measured with
- * "fi_pingpong -p PROV -e rdm|msg -S SIZE -I ITERS" and with
- * "test/mpi/netdev_pingpong --bench" under test/mpi/mpirun.sh -np 2):
- *  - The first figures (fi_pingpong: 64 B ~6 ms per message, 64 KiB ~9 MB/s
- *    over tcp;ofi_rxm, shm 735 MB/s at 64 KiB) were start-up costs, not
- *    transfer costs.  fi_pingpong times 10 iterations by default, and the
- *    first rxm message to a peer sets up the connection (tcp connect, rxm
- *    handshake, 17 MB pools of 16 KiB bounce buffers page-faulted in at
- *    ~40 ms each): "tcp;ofi_rxm" 64 B measured 6.8 ms per transfer at -I 10
- *    and 81 us at -I 1000; tcp msg 64 B 169 us vs 10.7 us; shm 64 KiB
- *    1.7 GB/s vs 7.2 GB/s (18 GB/s at 4 MiB).
- *  - FI_TCP_NODELAY is not the cause: the 1.17 tcp provider already sets
- *    TCP_NODELAY on every socket unless the traffic class is
- *    FI_TC_BULK_DATA (seen with strace on both ends).  Turning it off is
- *    what hurts: rxm's rendezvous then waits out a delayed ACK, 1 MiB
- *    pingpong 46 ms per transfer.  SAMPI sets FI_TCP_NODELAY=1 so that no
- *    traffic-class default can turn Nagle on.
- *  - Opening an endpoint was slow and large: rxm over tcp shares one receive
- *    context among all connections and posts 4096 bounce buffers to it at
- *    fi_enable, 64 MiB and 0.2-0.6 s per endpoint, i.e. per communicator.
- *    FI_OFI_RXM_MSG_RX_SIZE=256: open 266 -> 70 ms (median), first message
- *    to a new peer 115 -> 67 ms.
- *  - Everything above 16 KiB went by rendezvous: with tcp's dynamic receive
- *    buffers rxm disables its segmentation protocol, so a message above the
- *    eager limit costs an RTS, a read request, the data and an ACK.
- *    FI_OFI_RXM_EAGER_LIMIT=262144 (SAMPI's default segment): pingpong
- *    64 KiB 865 -> 1576 MB/s, 256 KiB 2290 -> 3292 MB/s (medians of 5);
- *    fi_pingpong 64 KiB 187 -> 94 us per transfer.  Unexpected eager
- *    messages above the 16 KiB bounce buffers still complete, and do not
- *    hold up later messages from the same peer (checked up to 1 MiB).
- *  - isend/irecv never block on a peer: rxm answers -FI_EAGAIN until the
- *    connection to a new peer is up, which needs that peer to progress, and
- *    the peer may be inside an MPI call waiting for us.  Such operations are
- *    queued and posted from wait().
- *  What remains is loopback TCP itself: 8 B one-way 28-30 us blocking (15 us
- *  busy-polling) against 1.2 us for the mpi netdev and 2.3 us for shm, and
- *  2.8-3.7 GB/s for 1-16 MiB against 6.3-9.8 GB/s.
+ * The measurements behind all of this (CPU used while waiting, queue limits
+ * and the sizes that failed or hung, the tcp tuning, loopback latencies) are
+ * in docs/notes/2026-11-ofi-measurements.md, with the commands.
  */
 #include "ofi_util.h"
 #include "module.h"
@@ -260,7 +206,8 @@ static const struct {
     {"FI_TCP_NODELAY", "1"},
     /* rxm over tcp shares one receive context among all connections and
      * posts 4096 bounce buffers of 16 KiB to it when the endpoint is enabled:
-     * 64 MiB and 0.2-0.6 s per endpoint, i.e. per communicator here.  They
+     * 64 MiB per endpoint, i.e. per communicator here, and slow to open
+     * (docs/notes/2026-11-ofi-measurements.md).  They
      * hold unexpected messages only (expected ones land in the posted
      * buffer), and SAMPI has a few outstanding per peer it talks to. */
     {"FI_OFI_RXM_MSG_RX_SIZE", "256"},

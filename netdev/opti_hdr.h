@@ -2,7 +2,7 @@
  * opti_hdr.h - optireduce's datagram header: pack, parse, validate.
  *
  * Every optireduce datagram starts with this fixed 32-byte, little-endian
- * header (our own layout, spec optireduce.md section 4.2, with the spec's
+ * header (our own layout, with the
  * reserved word used as a per-job key so that two jobs sharing a port, or a
  * restarted job, never mix their data):
  *

@@ -10,19 +10,21 @@
  *   choose  the algorithm: a forced one (ring where it does not suit the
  *           call), or auto's selector, which also says whether to measure
  *           the call (all agreed across ranks);
- *   prepare what the branch needs: SAMPI's data path opened on first use,
- *           or, for native with sampi_check_native, the argument check;
+ *   prepare what the branch needs: where native calls are checked
+ *           (sampi_check_native, or a limit), the argument check before
+ *           anything else a branch waits for; SAMPI's data path opened on
+ *           first use;
  *   run     the algorithm (SAMPI's with its overlapped argument check);
- *   settle  one ending for both branches: the argument check's verdict, the
- *           tracking exchange, and on failure the revocation and the same
- *           error class on every rank;
+ *   settle  one ending for both branches (settle_outcome): the argument
+ *           check's verdict, the tracking exchange, and on failure the
+ *           revocation and the same error class on every rank;
  *   learn   the measured cost goes to auto's selector.
  * A call that repeats the previous one's arguments, where that one ran Open
  * MPI's allreduce and auto (or the setting) would decide the same again,
  * skips all of this: it takes the lane (src/core/lane.h), a key comparison
  * and the counts before PMPI_Allreduce.  That is what a converged small call
- * costs; the full path costs about 0.1 us more (auto's table walk, the
- * argument checks, the attribute lookup).
+ * costs; the full path adds auto's table walk, the argument checks and the
+ * attribute lookup.
  */
 #include "argcheck.h"
 #include "auto.h"
@@ -131,7 +133,7 @@ struct call {
     enum sampi_algo_id algo;
     int forced;  /* the algorithm was set, not auto's */
     int tracked; /* the call is measured (tracker.h) */
-    int checked; /* native ran the argument check first */
+    int checked; /* the argument check ran first (prepare) */
     /* run by a progress thread for a nonblocking call (progress.c): errors
      * come back as a class for the request's status, never through the
      * handler here, and Open MPI's allreduce runs on SAMPI's duplicate, in
@@ -223,13 +225,20 @@ static int enter(struct call *k, int *rc)
     struct sampi_comm *c = k->c;
     /* a communicator SAMPI gave up on fails at once on every rank, a late
      * one included: never PMPI_Allreduce, which would pair with the others'
-     * previous call.  After a quiet call (settle) there is nothing to look
-     * for, which keeps Open MPI's progress engine out of a small call. */
-    if (c->revoked || (!c->quiet && sampi_comm_poll(c))) {
+     * previous call.  After a quiet call (settle_outcome) there is nothing to
+     * look for, which keeps Open MPI's progress engine out of a small call.  The
+     * call is counted before the look, so that a late rank that learns of
+     * the revocation here names the call its peers gave up on (messages
+     * number calls); calls on a communicator already revoked are not. */
+    if (c->revoked) {
         *rc = report(k, -SAMPI_EREVOKED);
         return 0;
     }
     c->calls++;
+    if (!c->quiet && sampi_comm_poll(c)) {
+        *rc = report(k, -SAMPI_EREVOKED);
+        return 0;
+    }
     c->quiet = 0;
     int jrc = sampi_comm_join(c);
     if (jrc) {
@@ -269,28 +278,41 @@ static int choose(struct call *k)
     return sampi_comm_note_substitute(c, SAMPI_FALLBACK_UNSUITED, SAMPI_ALGO_RING, what);
 }
 
+/* The argument check, posted and waited for before the branch waits for
+ * anything else; 0, or the failure (c revoked). */
+static int check_first(struct call *k)
+{
+    k->checked = 1;
+    int rc = sampi_argcheck_post(k->c, &k->a, k->algo, sampi_comm_pattern_hash(k->c));
+    if (!rc)
+        rc = sampi_comm_check_finish(k->c);
+    if (rc)
+        sampi_revoke(k->c, rc, "the argument check");
+    return rc;
+}
+
 /* What the branch needs before it runs: 1 to run; 0 with *rc the call's
- * outcome.  SAMPI's branch opens the data path on first use (a failure
- * agreed on every rank falls back); native checks the arguments first
- * under sampi_check_native, so that ranks whose byte counts sent them down
- * different branches meet in the same check instead of hanging apart. */
+ * outcome.  Where the calls left to Open MPI are checked
+ * (sampi_comm_checks_native: sampi_check_native, or a limit), ranks whose
+ * byte counts sent them down different branches must meet in the check
+ * before anything else either branch waits for: native checks first, and
+ * SAMPI's branch, before it opens the data path on first use (an
+ * agreement the ranks gone native never join), checks first too; once
+ * the path is open its check overlaps the call (run).  A failure to open
+ * agreed on every rank falls back. */
 static int prepare(struct call *k, int *rc)
 {
     struct sampi_comm *c = k->c;
     int prc = 0;
-    if (k->algo != SAMPI_ALGO_NATIVE) {
+    int meet = sampi_comm_checks_native(c);
+    if (k->algo == SAMPI_ALGO_NATIVE ? meet : meet && !c->nd_tried)
+        prc = check_first(k);
+    if (!prc && k->algo != SAMPI_ALGO_NATIVE) {
         prc = sampi_comm_open_netdev(c);
         if (prc && !c->revoked) {
             *rc = fall_back(c, SAMPI_FALLBACK_BROKEN, k); /* agreed on every rank */
             return 0;
         }
-    } else if (sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE)) {
-        k->checked = 1;
-        prc = sampi_argcheck_post(c, &k->a, SAMPI_ALGO_NATIVE, sampi_comm_pattern_hash(c));
-        if (!prc)
-            prc = sampi_comm_check_finish(c);
-        if (prc)
-            sampi_revoke(c, prc, "the argument check");
     }
     if (prc) {
         *rc = report(k, failure(c));
@@ -307,13 +329,15 @@ static int run(struct call *k)
     struct sampi_comm *c = k->c;
     int rc = 0;
     if (k->algo != SAMPI_ALGO_NATIVE) {
-        rc = sampi_argcheck_post(c, &k->a, k->algo, sampi_comm_pattern_hash(c));
+        if (!k->checked)
+            rc = sampi_argcheck_post(c, &k->a, k->algo, sampi_comm_pattern_hash(c));
         sampi_debug_stall_apply();
     }
     if (!rc) {
         sampi_coll_ctx_bind(c, &k->a, k->algo);
         rc = sampi_algos[k->algo].run(&k->a);
-        sampi_debug_algo_delay_apply(k->algo, sampi_algo_delayable);
+        if (!c->parent) /* the program's calls, not a composition's stages */
+            sampi_debug_algo_delay_apply(k->algo, sampi_algo_delayable);
     }
     return rc;
 }
@@ -351,7 +375,7 @@ static int native_class(int code)
  * native, which stands as it is).  A message of the wrong size points at a
  * mismatch: the check says which, the same on every rank.  A measured
  * call's cost goes to auto (learn). */
-static int settle(struct call *k, int rc)
+static int settle_outcome(struct call *k, int rc)
 {
     struct sampi_comm *c = k->c;
     if (rc && k->algo == SAMPI_ALGO_NATIVE)
@@ -389,7 +413,7 @@ static int run_admitted(struct call *k)
         sampi_tracker_begin(k->c);
     if (!prepare(k, &rc))
         return rc;
-    return settle(k, run(k));
+    return settle_outcome(k, run(k));
 }
 
 static int allreduce(struct call *k)

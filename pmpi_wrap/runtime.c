@@ -45,6 +45,7 @@ static void release_tracker(struct sampi_comm *c)
  * order; auto's kept tuning table seeds its decisions, so the ranks must
  * have loaded the same one. */
 static const struct sampi_comm_owner comm_owners[] = {
+    {.release = sampi_report_keep}, /* reads the tracker's and auto's parts: first */
     {.release = release_tracker},
     {.release = sampi_auto_release, .pattern_hash = sampi_auto_tuning_hash},
     {.release = sampi_progress_release},
@@ -190,6 +191,7 @@ void sampi_runtime_fini(void)
                        (unsigned long long)live, live == 1 ? "" : "s", live == 1 ? "" : "s");
     log_summary();
     sampi_comm_free_all();
+    sampi_report_finalize(); /* the states kept their records as they went */
     sampi_auto_tuning_save();
     atomic_store(&mpi_ready, 0);
 }

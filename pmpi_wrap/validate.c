@@ -19,7 +19,7 @@
 
 enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int count,
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                       struct sampi_coll_args *a, int *why, int *rc)
+                                       struct sampi_coll_args *args, int *why, int *rc)
 {
     /* Open MPI skips its alias check for NULL (its MPI_BOTTOM) and would then
      * read through NULL: that case is left to the NULL-buffer check below. */
@@ -37,7 +37,7 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
     }
 
     int sop = sampi_op_lookup(op);
-    if (sampi_dtype_lookup(datatype, &a->dt) != 0) {
+    if (sampi_dtype_lookup(datatype, &args->dt) != 0) {
         *why = sop < 0 ? SAMPI_FALLBACK_OP : SAMPI_FALLBACK_DATATYPE;
         return SAMPI_CHECK_INELIGIBLE;
     }
@@ -45,14 +45,14 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
         *why = SAMPI_FALLBACK_OP;
         return SAMPI_CHECK_INELIGIBLE;
     }
-    if (!sampi_op_defined_on(sop, a->dt.tclass))
+    if (!sampi_op_defined_on(sop, args->dt.tclass))
         return SAMPI_CHECK_TO_PMPI; /* Open MPI answers MPI_ERR_OP */
     if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) {
         *rc = sampi_report_error(comm, -EFAULT); /* MPI_ERR_BUFFER */
         return SAMPI_CHECK_ANSWERED;
     }
-    a->reduce = sampi_reduce_fn_get(sop, a->dt.elem);
-    if (!a->reduce) {
+    args->reduce = sampi_reduce_fn_get(sop, args->dt.elem);
+    if (!args->reduce) {
         *why = SAMPI_FALLBACK_OP;
         return SAMPI_CHECK_INELIGIBLE;
     }
@@ -61,14 +61,14 @@ enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int c
         *why = SAMPI_FALLBACK_COMM;
         return SAMPI_CHECK_INELIGIBLE;
     }
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
-    a->count = (size_t)count;
-    a->datatype = datatype;
-    a->mpi_op = op;
-    a->op = sop;
-    a->comm = comm;
-    a->ctx = NULL;
+    args->sendbuf = sendbuf;
+    args->recvbuf = recvbuf;
+    args->count = (size_t)count;
+    args->datatype = datatype;
+    args->mpi_op = op;
+    args->op = sop;
+    args->comm = comm;
+    args->ctx = NULL;
     return SAMPI_CHECK_OK;
 }
 

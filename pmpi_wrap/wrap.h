@@ -19,10 +19,10 @@ enum sampi_check {
 };
 
 /* Validate like Open MPI and decide eligibility.  On SAMPI_CHECK_OK fills
- * everything in *a but `state`. */
+ * everything in *args but `state`. */
 enum sampi_check sampi_check_allreduce(const void *sendbuf, void *recvbuf, int count,
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                       struct sampi_coll_args *a, int *why, int *rc);
+                                       struct sampi_coll_args *args, int *why, int *rc);
 
 /* Report an internal error (negative errno) through comm's error handler,
  * unless Open MPI already did; returns the MPI error class. */
@@ -83,5 +83,14 @@ int sampi_runtime_mpi_start(int thread_level);
 /* Releases every communicator's data path; called from MPI_Finalize before
  * PMPI_Finalize. */
 void sampi_runtime_fini(void);
+
+/* The end-of-run report (sampi_report, report.c): keep c's record as its
+ * state is freed (a sampi_comm_owner release row); at MPI_Finalize, after
+ * every state was freed, gather the records to MPI_COMM_WORLD rank 0 and
+ * write the report (collective over MPI_COMM_WORLD when sampi_report is
+ * set, nothing otherwise). */
+struct sampi_comm;
+void sampi_report_keep(struct sampi_comm *c);
+void sampi_report_finalize(void);
 
 #endif

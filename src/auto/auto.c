@@ -34,6 +34,9 @@ struct sampi_auto_state {
     _Atomic uint64_t pv_cost_ns[SAMPI_AUTOSEL_BUCKETS];
     _Atomic uint64_t pv_explorations;
     _Atomic int pv_regime;
+    /* regime changes across a composition acted on (follow_composition) */
+    uint64_t seen_parts, seen_parent;
+    _Atomic uint64_t pv_composition_changes;
     /* what the pvars show of each bucket's cell, so that a decision that
      * changed nothing publishes nothing (a ranking sorts every arm's costs) */
     struct shown {
@@ -98,7 +101,12 @@ void sampi_auto_tuning_save(void)
                 sampi_tuning_put(&learned, &kept.e[i]);
         learned.layout = sampi_tuning_layout_here();
         learned.has_layout = 1;
-        if (kept_ignored) {
+        if (kept_ignored && !sampi_tuning_may_write_beside(path)) {
+            sampi_log_warn("tuning file '%s' was ignored at start-up and is not a regular file "
+                           "in a directory of this user's: nothing is written beside it, and "
+                           "the %zu entries this run learned are not kept",
+                           path, learned.n);
+        } else if (kept_ignored) {
             /* cannot overflow: path is shorter than SAMPI_CVAR_STRING_MAX */
             char beside[SAMPI_CVAR_STRING_MAX + 8];
             snprintf(beside, sizeof(beside), "%s.new", path);
@@ -274,21 +282,66 @@ static enum sampi_algo_id frozen_choice(struct sampi_comm *c, const struct sampi
     return arms[SAMPI_REGIME_NONE] & arm(model) ? model : SAMPI_ALGO_NATIVE;
 }
 
-enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
+/* The arms that run others on parts (SAMPI_CAP_COMPOSED). */
+static uint32_t composed_arms(void)
+{
+    uint32_t m = 0;
+    for (int id = 0; id < SAMPI_ALGO__COUNT; id++)
+        if (sampi_algos[id].caps & SAMPI_CAP_COMPOSED)
+            m |= arm(id);
+    return m;
+}
+
+/* Regime changes across a composition (tracker.h): where a part of c saw
+ * its regime change (agreed on c by its tracking exchange), what c measured
+ * of its composed arms describes the world before; where c is a part and
+ * the communicator it belongs to changed regime, so does what c measured of
+ * every arm.  Both epochs are agreed, so every rank drops the same. */
+static void follow_composition(struct sampi_comm *c, struct sampi_autosel *s)
+{
+    struct sampi_auto_state *st = c->autosel;
+    uint64_t inside = sampi_tracker_parts_epoch(c);
+    uint64_t outside = c->parent ? sampi_tracker_regime_epoch(c->parent) : 0;
+    const char *what = NULL;
+    if (inside != st->seen_parts) {
+        st->seen_parts = inside;
+        sampi_autosel_arms_changed(s, composed_arms());
+        what = "a part of it";
+    }
+    if (outside != st->seen_parent) {
+        st->seen_parent = outside;
+        sampi_autosel_arms_changed(s, ~0u);
+        what = "the communicator it is a part of";
+    }
+    if (!what)
+        return;
+    atomic_fetch_add_explicit(&st->pv_composition_changes, 1, memory_order_relaxed);
+    sampi_log(SAMPI_LOG_SETUP, "communicator %llu: %s changed regime: auto measures again",
+              (unsigned long long)sampi_comm_label(c), what);
+}
+
+uint64_t sampi_auto_pvar_composition_changes(const struct sampi_comm *c)
+{
+    return c && c->autosel
+               ? atomic_load_explicit(&c->autosel->pv_composition_changes, memory_order_relaxed)
+               : 0;
+}
+
+enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *args,
                                      struct sampi_auto_call *call)
 {
-    const size_t bytes = a->count * a->dt.extent;
+    const size_t bytes = args->count * args->dt.extent;
     if (frozen()) {
         *call = (struct sampi_auto_call){0}; /* not measured, not tracked */
-        return frozen_choice(c, a, bytes);
+        return frozen_choice(c, args, bytes);
     }
     struct sampi_select_hints h;
-    sampi_tracker_hints(c, a->ctx, a->count, a->dt.extent, &h);
+    sampi_tracker_hints(c, args->ctx, args->count, args->dt.extent, &h);
     /* A regime is a different table only where it brings an arm: a
      * straggler on 3 ranks (where StragglAR cannot win) or a call optcc
      * cannot run keeps the calls in the regime without one. */
     uint32_t arms[SAMPI_REGIME__COUNT];
-    arms_for(c, a, bytes, &h, arms);
+    arms_for(c, args, bytes, &h, arms);
     enum sampi_regime regime = arms[SAMPI_REGIME_DEGRADED]    ? SAMPI_REGIME_DEGRADED
                                : arms[SAMPI_REGIME_STRAGGLER] ? SAMPI_REGIME_STRAGGLER
                                                               : SAMPI_REGIME_NONE;
@@ -320,6 +373,8 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
                                             .prior = prior,
                                             .unsettled = unsettled}};
     struct sampi_autosel *s = table_of(c);
+    if (s)
+        follow_composition(c, s);
     if (!s || sampi_autosel_decide(s, &call->in, &call->d))
         return prior; /* out of memory: the model alone, the same on every rank */
     call->active = 1;

@@ -3,7 +3,7 @@
  * tracker sees (tracker.h), the exact algorithms that can run the call, the
  * alpha-beta model's favourite among them (select.h), and the measured
  * choice among those (autosel.h).  Every input is agreed across ranks, so
- * every rank runs the same algorithm (DESIGN rule 1).
+ * every rank runs the same algorithm (docs/design.md, 'Decisions are agreed').
  */
 #ifndef SAMPI_AUTO_H
 #define SAMPI_AUTO_H
@@ -22,9 +22,9 @@ struct sampi_auto_call {
     struct sampi_autosel_decision d;
 };
 
-/* The algorithm `auto` runs for call a on c; *call says whether to measure
+/* The algorithm `auto` runs for call args on c; *call says whether to measure
  * it (call->d.measure) and what to tell sampi_auto_learn afterwards. */
-enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *a,
+enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_coll_args *args,
                                      struct sampi_auto_call *call);
 
 /* How many calls after `call` auto decides the same way, unmeasured, if
@@ -44,6 +44,9 @@ int sampi_auto_pvar_choice(const struct sampi_comm *c, int bucket);
 uint64_t sampi_auto_pvar_cost_ns(const struct sampi_comm *c, int bucket);
 uint64_t sampi_auto_pvar_explorations(const struct sampi_comm *c);
 int sampi_auto_pvar_regime(const struct sampi_comm *c);
+/* Times auto measured again because a part of the communicator, or the
+ * communicator it is a part of, changed regime (tracker.h). */
+uint64_t sampi_auto_pvar_composition_changes(const struct sampi_comm *c);
 
 /* The selector of c (NULL before its first auto call). */
 const struct sampi_autosel *sampi_auto_table(const struct sampi_comm *c);

@@ -22,8 +22,8 @@ int sampi_autosel_bucket(size_t bytes)
 }
 
 /* What one measured call adds: the tracking exchange, one double per rank
- * through a nonblocking allgather and the waiter (about 9 us at p = 2 on
- * this kind of machine: 1 MiB calls measured one in 2 cost 3.5%). */
+ * through a nonblocking allgather and the waiter, rounded up
+ * (docs/notes/2026-11-small-call-costs.md). */
 #define TRACKING_NS 10000.0
 /* The share of the calls' time measuring may take once a cell converged. */
 #define MEASURE_BUDGET 0.01
@@ -333,6 +333,26 @@ int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_inp
     }
     c->measured += out->measure;
     return 0;
+}
+
+void sampi_autosel_arms_changed(struct sampi_autosel *s, uint32_t arms)
+{
+    for (int b = 0; b < SAMPI_AUTOSEL_BUCKETS; b++)
+        for (int r = 0; r < SAMPI_REGIME__COUNT; r++) {
+            struct sampi_autosel_cell *c = s->cell[b][r];
+            if (!c || !(c->allowed & arms))
+                continue;
+            for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+                if (has(arms, a))
+                    arm_clear(&c->arm[a]); /* they describe the world before */
+            if (c->state == SAMPI_CELL_CONVERGED) {
+                /* the cell's next call: a re-check, in which the other arms
+                 * keep what they measured (their world did not change) */
+                c->recheck_at = c->calls;
+            } else if (c->state == SAMPI_CELL_EXPLORING) {
+                c->candidates |= c->allowed & arms; /* back in, with no sample */
+            }
+        }
 }
 
 uint64_t sampi_autosel_repeats(struct sampi_autosel *s, const struct sampi_autosel_input *in,

@@ -7,7 +7,7 @@
  * the call's cost as every rank knows it from the tracking exchange (the time
  * from the last arrival to completion: the shortest stay in the call).  Every
  * rank calls it with the same inputs in the same order, so every rank takes
- * the same decisions (DESIGN rule 1): exploration follows the cell's call
+ * the same decisions (docs/design.md, 'Decisions are agreed'): exploration follows the cell's call
  * count, never a local random draw.
  *
  * The table: one cell per message-size bucket (bytes in (2^(b-1), 2^b]) and
@@ -114,6 +114,15 @@ struct sampi_autosel_decision {
     int exploring; /* the cell is exploring */
     int bucket;
 };
+
+/* What arms `arms` measure changed (a composed algorithm's part saw its
+ * regime change, or the communicator a part belongs to did): their samples
+ * describe the world before and are dropped in every cell that allows one
+ * of them; a converged cell explores again at its next call (as a periodic
+ * re-check: the other arms keep their samples), an exploring one takes them
+ * back in as candidates.  Called at the same point of the
+ * call sequence on every rank (the epoch that says so is agreed). */
+void sampi_autosel_arms_changed(struct sampi_autosel *s, uint32_t arms);
 
 /* The bucket of a message of `bytes` bytes: ceil(log2(bytes)), 0 for 0 or 1. */
 int sampi_autosel_bucket(size_t bytes);

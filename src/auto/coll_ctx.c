@@ -130,24 +130,25 @@ void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx)
     ctx->degraded = sampi_tracker_degraded(c, &ctx->slowdown);
 }
 
-void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *a, enum sampi_algo_id algo)
+void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *args,
+                         enum sampi_algo_id algo)
 {
-    struct sampi_coll_ctx *ctx = a->ctx;
+    struct sampi_coll_ctx *ctx = args->ctx;
     ctx->nd = c->nd; /* opened since the context was filled */
     void *st = NULL;
-    sampi_comm_algo_state_make(c, algo, a, &st);
+    sampi_comm_algo_state_make(c, algo, args, &st);
     ctx->state = st;
 }
 
-int sampi_coll_ctx_suited(struct sampi_comm *c, const struct sampi_coll_args *a,
+int sampi_coll_ctx_suited(struct sampi_comm *c, const struct sampi_coll_args *args,
                           enum sampi_algo_id algo)
 {
     const struct sampi_algo *x = &sampi_algos[algo];
     if (!x->suited)
         return 1;
-    void *saved = a->ctx->state;
-    a->ctx->state = sampi_comm_algo_state(c, algo);
-    int ok = x->suited(a);
-    a->ctx->state = saved;
+    void *saved = args->ctx->state;
+    args->ctx->state = sampi_comm_algo_state(c, algo);
+    int ok = x->suited(args);
+    args->ctx->state = saved;
     return ok;
 }

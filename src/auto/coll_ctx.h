@@ -15,16 +15,17 @@ struct sampi_comm;
  * for the descriptors' suited functions and auto's selection. */
 void sampi_coll_ctx_fill(struct sampi_comm *c, struct sampi_coll_ctx *ctx);
 
-/* Just before `algo` runs the call a on c: give a->ctx (filled once, at the
+/* Just before `algo` runs the call args on c: give args->ctx (filled once, at the
  * start of the call) the data path, open now, and algo's state, made at
  * its first use (collective: every rank runs the same algorithm for the
  * call).  A state that could not be made is passed as NULL; the algorithm
  * then fails or falls back the same way on every rank. */
-void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *a, enum sampi_algo_id algo);
+void sampi_coll_ctx_bind(struct sampi_comm *c, struct sampi_coll_args *args,
+                         enum sampi_algo_id algo);
 
-/* Whether `algo` suits call a on c (its descriptor's suited), shown its
+/* Whether `algo` suits call args on c (its descriptor's suited), shown its
  * state on c where it has one already. */
-int sampi_coll_ctx_suited(struct sampi_comm *c, const struct sampi_coll_args *a,
+int sampi_coll_ctx_suited(struct sampi_comm *c, const struct sampi_coll_args *args,
                           enum sampi_algo_id algo);
 
 /* The whole of SAMPI's MPI_Allreduce on `comm`, in place on buf, with comm's

@@ -12,7 +12,9 @@
 #include "optcc_schedule.h"
 #include "predict.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,4 +120,37 @@ int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
         return 1;
     }
     return 0;
+}
+
+int sampi_debug_slow_link_parse(const char *text, int *rank, double *l, long *after, char *err,
+                                size_t errlen)
+{
+    int used = 0;
+    if (sscanf(text, "%d:%lf:%ld%n", rank, l, after, &used) != 3 || text[used] != '\0' ||
+        *rank < 0 || !(*l > 1) || *after < 0) {
+        snprintf(err, errlen,
+                 "sampi_debug_slow_link: '%s' is not 'rank:l:after' (a rank >= 0, a slowdown "
+                 "l > 1, a count of tracked calls >= 0; example '5:4:20'), or empty",
+                 text);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int sampi_debug_slow_link_validate(const char *text, char *err, size_t errlen)
+{
+    int rank;
+    double l;
+    long after;
+    return text[0] ? sampi_debug_slow_link_parse(text, &rank, &l, &after, err, errlen) : 0;
+}
+
+void sampi_detect_slow_link(double *from_left, double *from_right, int n, int r, double l)
+{
+    if (n < 2 || r < 0 || r >= n)
+        return;
+    from_left[r] *= l;
+    from_right[r] *= l;
+    from_right[(r - 1 + n) % n] *= l; /* r's left neighbour hears r on its right */
+    from_left[(r + 1) % n] *= l;      /* and its right neighbour on its left */
 }

@@ -11,10 +11,12 @@
  * r), and the detector confirms a rank only when it stands out in several
  * probes in a row, and lets it go after several normal ones (hysteresis), so
  * one noisy probe on a shared host switches nothing.  All ranks run the same
- * code on the same numbers and agree (DESIGN rule 1).
+ * code on the same numbers and agree (docs/design.md, 'Decisions are agreed').
  */
 #ifndef SAMPI_DETECT_H
 #define SAMPI_DETECT_H
+
+#include <stddef.h>
 
 /* One probe: from_left[i] / from_right[i] = the time rank i took to receive
  * the probe from rank i-1 / i+1 (mod n), any unit.  Returns the rank with the
@@ -42,6 +44,16 @@ struct sampi_detector {
 #define SAMPI_DETECT_RELEASE_THRESHOLD 1.10
 
 void sampi_detector_init(struct sampi_detector *d);
+
+/* The test hook sampi_debug_slow_link, "rank:l:after" (detect.c): 0 with
+ * the three parts, or -EINVAL with a message naming the variable. */
+int sampi_debug_slow_link_parse(const char *text, int *rank, double *l, long *after, char *err,
+                                size_t errlen);
+int sampi_debug_slow_link_validate(const char *text, char *err, size_t errlen);
+
+/* Pure: the probe times of rank r of n as they would be with r's links l
+ * times slower: r's own receives and its neighbours' receives from r. */
+void sampi_detect_slow_link(double *from_left, double *from_right, int n, int r, double l);
 /* Feed one probe's outcome (rank -1 for an invalid probe, which changes
  * nothing).  Returns 1 when the confirmed rank or its slowdown changed. */
 int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown);

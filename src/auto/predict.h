@@ -6,11 +6,11 @@
  * call, the durations every rank measured on its own clock from entering
  * MPI_Allreduce to leaving it, which all ranks hold after one small allgather.
  * A rank's duration is short when it arrived late (the others waited for it),
- * so durations order the arrivals without synchronised clocks (DESIGN rule 1):
- * the rank with the shortest duration arrived last, and the gap between the
- * two shortest is how long it kept the others waiting after the second-last
- * arrival - the time StragglAR's first phase can use.  Every rank runs the
- * same code on the same numbers, so every rank predicts the same.
+ * so durations order the arrivals without synchronised clocks (docs/design.md, 'Decisions are
+ * agreed'): the rank with the shortest duration arrived last, and the gap between the two shortest
+ * is how long it kept the others waiting after the second-last arrival - the time StragglAR's first
+ * phase can use.  Every rank runs the same code on the same numbers, so every rank predicts the
+ * same.
  */
 #ifndef SAMPI_PREDICT_H
 #define SAMPI_PREDICT_H

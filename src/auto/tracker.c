@@ -42,14 +42,28 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     if (!t)
         return NULL;
     t->dur = calloc((size_t)c->size, sizeof(double));
+    t->exch = calloc(2 * (size_t)c->size, sizeof(double));
     t->probe_times = calloc(4 * (size_t)c->size, sizeof(double));
-    if (!t->dur || !t->probe_times) {
+    if (!t->dur || !t->exch || !t->probe_times) {
         sampi_tracker_free(t);
         return NULL;
     }
     sampi_predictor_init(&t->pred, c->size, (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_WINDOW));
     sampi_predictor_predict(&t->pred, &t->now);
     sampi_detector_init(&t->det);
+    char report[SAMPI_CVAR_STRING_MAX];
+    if (c->rank == 0 && !c->parent &&
+        sampi_cvar_text(SAMPI_CVAR_REPORT, report, sizeof(report))[0]) {
+        /* every rank holds the same durations, so the communicator's rank
+         * 0 alone keeps the sums (pmpi_wrap/report.c writes its record; a
+         * composed algorithm's stages are not reported);
+         * without memory for them the report leaves the arrivals out */
+        t->report = malloc(sizeof(*t->report));
+        if (t->report && sampi_report_acc_init(t->report, c->size)) {
+            free(t->report);
+            t->report = NULL;
+        }
+    }
     t->predicted = -1;
     atomic_store(&t->pv_predicted, -1);
     atomic_store(&t->pv_degraded, -1);
@@ -301,6 +315,32 @@ static void note_arrivals(struct sampi_comm *c, struct sampi_tracker *t, enum sa
                   t->beta.ns_per_byte);
 }
 
+/* The test hook sampi_debug_slow_link: on a part (a composed algorithm's
+ * stage), from its tracked call `after` on, the probe times as if that world
+ * rank's links were l times slower (applied to the exchanged times, so
+ * alike on every rank). */
+static void debug_slow_link(struct sampi_comm *c, const struct sampi_tracker *t, double *left,
+                            double *right)
+{
+    char text[SAMPI_CVAR_STRING_MAX], err[256];
+    int world, r = MPI_UNDEFINED;
+    double l;
+    long after;
+    sampi_cvar_text(SAMPI_CVAR_DEBUG_SLOW_LINK, text, sizeof(text));
+    if (!c->parent || !text[0] ||
+        sampi_debug_slow_link_parse(text, &world, &l, &after, err, sizeof(err)) ||
+        t->tracked < (uint64_t)after)
+        return;
+    MPI_Group wg, cg;
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    PMPI_Comm_group(c->ctl, &cg);
+    PMPI_Group_translate_ranks(wg, 1, &world, cg, &r);
+    PMPI_Group_free(&wg);
+    PMPI_Group_free(&cg);
+    if (r != MPI_UNDEFINED)
+        sampi_detect_slow_link(left, right, c->size, r, l);
+}
+
 /* A link probe and what it says (see probe()): 0 or the exchange's errno. */
 static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
 {
@@ -319,6 +359,7 @@ static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
         left[i] = t->probe_times[2 * i];
         right[i] = t->probe_times[2 * i + 1];
     }
+    debug_slow_link(c, t, left, right);
     double l = 0;
     int r = sampi_detect_probe(left, right, c->size, &l);
     if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
@@ -326,7 +367,10 @@ static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
             sampi_log(SAMPI_LOG_CALL, "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us",
                       i, (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
                       right[i] / 1e3);
-    if (sampi_detector_note(&t->det, r, l) && c->rank == 0)
+    int changed = sampi_detector_note(&t->det, r, l);
+    if (t->report && t->det.rank >= 0)
+        sampi_report_acc_degraded(t->report, t->det.rank, t->det.slowdown);
+    if (changed && c->rank == 0)
         sampi_log(SAMPI_LOG_SETUP,
                   t->det.rank >= 0 ? "communicator of size %d: rank %d's link is degraded, l = %.3f"
                                    : "communicator of size %d: no degraded link (%d, %.3f)",
@@ -334,31 +378,72 @@ static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
     return 0;
 }
 
+/* What c's tracker says of the world, as one number: a change of it is a
+ * regime change (nobody late 0, a straggler predicted 1, rank R's link
+ * degraded 2 + R). */
+static long regime_key(const struct sampi_comm *c)
+{
+    double l;
+    int degraded = sampi_tracker_degraded(c, &l);
+    return degraded >= 0 ? 2 + degraded : sampi_tracker_straggler(c) >= 0;
+}
+
+/* c's regime changed (tracker.h, "Regime changes"). */
+static void regime_changed(struct sampi_comm *c)
+{
+    c->regime_epoch++;
+    if (c->parent)
+        atomic_fetch_add_explicit(&c->parent->parts_changes, 1, memory_order_relaxed);
+}
+
 int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns)
 {
     *cost_ns = -1;
     struct sampi_tracker *t = c->tracker;
-    double mine = t ? (double)(sampi_now_ns() - t->entry_ns) : -1;
+    double mine[2] = {t ? (double)(sampi_now_ns() - t->entry_ns) : -1,
+                      (double)atomic_load_explicit(&c->parts_changes, memory_order_relaxed)};
     /* Without a tracker (out of memory) this rank still takes part, into a
      * per-thread spare buffer, so that the others are not left waiting. */
-    static _Thread_local double spare[SPARE_RANKS];
-    double *all = t ? t->dur : c->size <= SPARE_RANKS ? spare : NULL;
+    static _Thread_local double spare[2 * SPARE_RANKS];
+    double *all = t ? t->exch : c->size <= SPARE_RANKS ? spare : NULL;
     if (!all)
         return -ENOMEM;
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "the tracking exchange");
-    int rc = sampi_waiter_allgather(&w, &mine, 1, MPI_DOUBLE, all, c->ctl);
+    int rc = sampi_waiter_allgather(&w, mine, 2, MPI_DOUBLE, all, c->ctl);
     if (rc)
         return rc;
+    double parts = 0;
+    for (int i = 0; i < c->size; i++) {
+        parts += all[2 * i + 1];
+        if (t)
+            t->dur[i] = all[2 * i];
+    }
+    c->parts_epoch = (uint64_t)parts;
     if (!t)
         return -ENOMEM;
+    long key = regime_key(c);
     t->tracked++;
     *cost_ns = last_arrival_cost(t->dur, c->size);
     note_arrivals(c, t, algo, bytes);
+    if (t->report)
+        sampi_report_acc_note(t->report, t->dur, bytes);
     if (want_probe(t, c, bytes) && (rc = probe_links(c, t)))
         return rc;
     publish(t, bytes);
+    if (regime_key(c) != key)
+        regime_changed(c);
     return 0;
+}
+
+uint64_t sampi_tracker_parts_epoch(const struct sampi_comm *c)
+{
+    return c->parts_epoch;
+}
+
+uint64_t sampi_tracker_regime_epoch(const struct sampi_comm *c)
+{
+    return c->regime_epoch;
 }
 
 int sampi_tracker_straggler(const struct sampi_comm *c)
@@ -403,11 +488,20 @@ void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx,
     }
 }
 
+const struct sampi_report_acc *sampi_tracker_report(const struct sampi_comm *c)
+{
+    return c->tracker ? c->tracker->report : NULL;
+}
+
 void sampi_tracker_free(struct sampi_tracker *t)
 {
     if (!t)
         return;
+    if (t->report)
+        sampi_report_acc_free(t->report);
+    free(t->report);
     free(t->dur);
+    free(t->exch);
     free(t->probe_times);
     free(t->probe_buf);
     free(t);

@@ -10,7 +10,7 @@
  * clock (one double each), and now and then run a short link probe
  * (detect.h).  The decisions for call k+1 are taken from what every rank
  * holds after call k, so all ranks agree without synchronised clocks
- * (DESIGN rule 1).  The exchanges run on the communicator's private
+ * (docs/design.md, 'Decisions are agreed').  The exchanges run on the communicator's private
  * duplicate and wait through its waiter (wait.h); a call that failed skips
  * them, since the failure revokes the communicator and tells the others.
  */
@@ -20,6 +20,7 @@
 #include "algos.h"
 #include "detect.h"
 #include "predict.h"
+#include "report.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -39,6 +40,7 @@ struct sampi_tracker {
     int predicted;               /* the straggler predicted for the current call, -1 none */
     int last_late;               /* the last tracked call had a notably late rank */
     double *dur;                 /* n durations of the last call */
+    double *exch;                /* 2n: the exchange's (duration, parts' changes) per rank */
     double *probe_times;         /* 2n receive times of the last probe, interleaved (left, right)
                                   * per rank, then the same split into n lefts and n rights */
     char *probe_buf;             /* 2 * probe_bytes: one to send, one to receive into */
@@ -48,6 +50,8 @@ struct sampi_tracker {
     _Atomic int pv_degraded;  /* -1: none */
     _Atomic uint64_t pv_lateness_ns, pv_slowdown_milli, pv_beta_ps;
     _Atomic uint64_t pv_bytes; /* the last tracked call's vector */
+    /* the end-of-run report's sums (report.h), NULL unless sampi_report is set */
+    struct sampi_report_acc *report;
 };
 
 /* Whether a call the user forced to an algorithm is tracked: at least
@@ -68,6 +72,22 @@ void sampi_tracker_begin(struct sampi_comm *c);
  * exchange failed (the caller then revokes the communicator). */
 int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t bytes, double *cost_ns);
 
+/* Regime changes across a composition.  A composed algorithm (hier) runs
+ * others on parts of the caller's communicator, whose trackers see what the
+ * caller's cannot (a late node, a node's degraded link) and the other way
+ * round.  When a tracked call changes what c's tracker says (nobody late, a
+ * straggler predicted, rank R's link degraded), c->regime_epoch advances
+ * (agreed on c: every rank computes it from the same exchange) and, where c
+ * is a part, its parent's parts_changes on this rank.  Each tracking
+ * exchange on c carries the ranks' parts_changes beside their durations,
+ * so c->parts_epoch, their sum, is agreed on c.  auto (auto.c) reads both:
+ * a new parts_epoch drops what it measured of the composed arms
+ * (SAMPI_CAP_COMPOSED), a new parent regime_epoch what a part measured of
+ * every arm.  A composition written later needs nothing more: its parts
+ * are parts (struct sampi_comm.parent), its row carries the cap. */
+uint64_t sampi_tracker_parts_epoch(const struct sampi_comm *c);
+uint64_t sampi_tracker_regime_epoch(const struct sampi_comm *c);
+
 /* Whether the last tracked call on c had a notably late rank (0 before
  * any): agreed on every rank, from the tracking exchange. */
 int sampi_tracker_last_late(const struct sampi_comm *c);
@@ -82,6 +102,9 @@ struct sampi_select_hints;
 struct sampi_coll_ctx;
 void sampi_tracker_hints(struct sampi_comm *c, const struct sampi_coll_ctx *ctx, size_t count,
                          size_t extent, struct sampi_select_hints *h);
+
+/* The report's sums of c's tracked calls (NULL: none kept). */
+const struct sampi_report_acc *sampi_tracker_report(const struct sampi_comm *c);
 
 void sampi_tracker_free(struct sampi_tracker *t);
 

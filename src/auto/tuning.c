@@ -798,6 +798,23 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+int sampi_tuning_may_write_beside(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == path)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+           access(dir, W_OK) == 0;
+}
+
 int sampi_tuning_save(const char *path, const struct sampi_tuning *t)
 {
     char *text = NULL, *tmp = NULL, host[64];

@@ -51,7 +51,7 @@
  * MPI_Finalize, MPI_COMM_WORLD rank 0 adds each live selector with
  * sampi_tuning_collect, sets the table's layout, and calls sampi_tuning_save.
  * Every rank loads the file on its own, so the library compares
- * sampi_tuning_hash across ranks before seeding (DESIGN rule 1: a seeded
+ * sampi_tuning_hash across ranks before seeding (docs/design.md, 'Decisions are agreed': a seeded
  * choice is a decision, and ranks that read different files would disagree).
  */
 #ifndef SAMPI_TUNING_H
@@ -171,5 +171,11 @@ int sampi_tuning_load(const char *path, uint64_t layout, struct sampi_tuning *t)
  * negative errno after one warning line naming the file (no temporary file
  * is left behind). */
 int sampi_tuning_save(const char *path, const struct sampi_tuning *t);
+
+/* Whether a file may be written beside `path` (its name with a suffix):
+ * path is a regular file, in a directory this process owns and may write.
+ * Never beside a device, a FIFO or a directory (/dev/null.new), nor in a
+ * directory of somebody else's. */
+int sampi_tuning_may_write_beside(const char *path);
 
 #endif

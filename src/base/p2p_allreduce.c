@@ -106,18 +106,18 @@ int sampi_p2p_set_direct_max(int n)
     return atomic_exchange(&direct_max, n);
 }
 
-void sampi_p2p_allreduce_init(struct sampi_p2p_allreduce *x)
+void sampi_p2p_allreduce_init(struct sampi_p2p_allreduce *allreduce)
 {
-    x->comm = MPI_COMM_NULL;
-    x->nsteps = x->at = x->posted = x->direct = 0;
-    x->rank = 0;
-    x->size = 1;
-    x->nrecv = x->nreq = 0;
+    allreduce->comm = MPI_COMM_NULL;
+    allreduce->nsteps = allreduce->at = allreduce->posted = allreduce->direct = 0;
+    allreduce->rank = 0;
+    allreduce->size = 1;
+    allreduce->nrecv = allreduce->nreq = 0;
     for (int i = 0; i < 2 * SAMPI_P2P_DIRECT_MAX; i++)
-        x->req[i] = MPI_REQUEST_NULL;
-    x->acc = x->rx = NULL;
-    x->mem = NULL;
-    x->mem_size = 0;
+        allreduce->req[i] = MPI_REQUEST_NULL;
+    allreduce->acc = allreduce->rx = NULL;
+    allreduce->mem = NULL;
+    allreduce->mem_size = 0;
 }
 
 /* The kernel for (dt, op), or NULL. */
@@ -131,11 +131,11 @@ static sampi_reduce_fn kernel_of(MPI_Datatype dt, MPI_Op op, size_t *extent)
     return sampi_reduce_fn_get(o, info.elem);
 }
 
-int sampi_p2p_allreduce_start(struct sampi_p2p_allreduce *x, const void *in, int count,
+int sampi_p2p_allreduce_start(struct sampi_p2p_allreduce *allreduce, const void *in, int count,
                               MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int tag)
 {
-    if (x->at < x->nsteps)
-        sampi_p2p_allreduce_release(x); /* one let go unfinished: never reuse its buffers */
+    if (allreduce->at < allreduce->nsteps)
+        sampi_p2p_allreduce_release(allreduce); /* one let go unfinished: never reuse its buffers */
     size_t extent = 0;
     sampi_reduce_fn fn = count > 0 ? kernel_of(dt, op, &extent) : NULL;
     if (count < 0 || (count > 0 && !fn))
@@ -151,34 +151,34 @@ int sampi_p2p_allreduce_start(struct sampi_p2p_allreduce *x, const void *in, int
      * one per rank and the result; else the value and the receive buffer */
     size_t half = (bytes + 63) & ~(size_t)63;
     size_t need = half ? (direct ? (size_t)size + 1 : 2) * half : 64;
-    if (need > x->mem_size) {
+    if (need > allreduce->mem_size) {
         void *p = NULL;
         if (posix_memalign(&p, 64, need))
             return -ENOMEM;
-        free(x->mem);
-        x->mem = p;
-        x->mem_size = need;
+        free(allreduce->mem);
+        allreduce->mem = p;
+        allreduce->mem_size = need;
     }
-    x->acc = (unsigned char *)x->mem + (direct ? (size_t)rank * half : 0);
-    x->rx = (unsigned char *)x->mem + (direct ? (size_t)size * half : half);
-    memcpy(x->acc, in, bytes);
-    x->comm = comm;
-    x->tag = tag;
-    x->fn = fn;
-    x->bytes = bytes;
-    x->count = (size_t)count;
-    x->at = x->posted = 0;
-    x->direct = direct;
-    x->rank = rank;
-    x->size = size;
-    x->nrecv = x->nreq = 0;
+    allreduce->acc = (unsigned char *)allreduce->mem + (direct ? (size_t)rank * half : 0);
+    allreduce->rx = (unsigned char *)allreduce->mem + (direct ? (size_t)size * half : half);
+    memcpy(allreduce->acc, in, bytes);
+    allreduce->comm = comm;
+    allreduce->tag = tag;
+    allreduce->fn = fn;
+    allreduce->bytes = bytes;
+    allreduce->count = (size_t)count;
+    allreduce->at = allreduce->posted = 0;
+    allreduce->direct = direct;
+    allreduce->rank = rank;
+    allreduce->size = size;
+    allreduce->nrecv = allreduce->nreq = 0;
     if (!bytes || size == 1)
-        x->nsteps = 0;
+        allreduce->nsteps = 0;
     else if (direct)
-        x->nsteps = 1;
-    else if ((x->nsteps = sampi_p2p_plan(size, rank, x->steps)) < 0)
+        allreduce->nsteps = 1;
+    else if ((allreduce->nsteps = sampi_p2p_plan(size, rank, allreduce->steps)) < 0)
         return -EIO;
-    int rc = sampi_p2p_allreduce_test(x, NULL); /* post the first step */
+    int rc = sampi_p2p_allreduce_test(allreduce, NULL); /* post the first step */
     return rc < 0 ? rc : 0;
 }
 
@@ -248,49 +248,67 @@ static void land(struct sampi_p2p_allreduce *x, const struct sampi_p2p_step *s)
     x->rx = t;
 }
 
-int sampi_p2p_allreduce_test(struct sampi_p2p_allreduce *x, int *progressed)
+int sampi_p2p_allreduce_test(struct sampi_p2p_allreduce *allreduce, int *progressed)
 {
-    while (x->at < x->nsteps) {
-        const struct sampi_p2p_step *s = &x->steps[x->at];
-        if (!x->posted && (x->direct ? post_direct(x) : post(x, s)))
+    while (allreduce->at < allreduce->nsteps) {
+        const struct sampi_p2p_step *s = &allreduce->steps[allreduce->at];
+        if (!allreduce->posted && (allreduce->direct ? post_direct(allreduce) : post(allreduce, s)))
             return -EIO;
         int flag = 0;
-        if (PMPI_Testall(x->nreq, x->req, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        if (PMPI_Testall(allreduce->nreq, allreduce->req, &flag, MPI_STATUSES_IGNORE) !=
+            MPI_SUCCESS)
             return -EIO;
         if (!flag)
             return 0;
-        if (x->direct)
-            land_direct(x);
+        if (allreduce->direct)
+            land_direct(allreduce);
         else
-            land(x, s);
-        x->at++;
-        x->posted = 0;
+            land(allreduce, s);
+        allreduce->at++;
+        allreduce->posted = 0;
         if (progressed)
             *progressed = 1;
     }
     return 1;
 }
 
-void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *x)
+int sampi_p2p_allreduce_waiting_for(const struct sampi_p2p_allreduce *x, int *ranks, int max)
+{
+    if (!x->posted || x->at >= x->nsteps)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < x->nrecv && n < max; i++) {
+        int done = 1;
+        MPI_Request r = x->req[i];
+        if (r != MPI_REQUEST_NULL &&
+            PMPI_Request_get_status(r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            done = 0;
+        if (!done) /* direct: receive i is from the i-th rank but this one */
+            ranks[n++] = x->direct ? (i < x->rank ? i : i + 1) : x->steps[x->at].peer;
+    }
+    return n;
+}
+
+void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *allreduce)
 {
     int sent = 1;
-    for (int i = 0; i < x->nreq; i++) {
-        if (i < x->nrecv) {
-            sampi_request_cancel(&x->req[i]);
+    for (int i = 0; i < allreduce->nreq; i++) {
+        if (i < allreduce->nrecv) {
+            sampi_request_cancel(&allreduce->req[i]);
             continue;
         }
         int done = 1;
-        if (x->req[i] != MPI_REQUEST_NULL &&
-            PMPI_Test(&x->req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        if (allreduce->req[i] != MPI_REQUEST_NULL &&
+            PMPI_Test(&allreduce->req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             done = 0;
         if (!done) {
-            PMPI_Request_free(&x->req[i]); /* the message may still be taken: keep mem */
+            PMPI_Request_free(&allreduce->req[i]); /* the message may still be taken: keep mem */
             sent = 0;
         }
     }
     if (sent)
-        free(x->mem);
-    sampi_p2p_allreduce_init(x);
+        free(allreduce->mem);
+    sampi_p2p_allreduce_init(allreduce);
 }
 
 int sampi_request_cancel(MPI_Request *req)

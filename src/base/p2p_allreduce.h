@@ -3,8 +3,8 @@
  * point-to-point messages on one of its private communicators.
  *
  * Why not PMPI_Iallreduce: Open MPI 4.1.4's coll/libnbc schedules and
- * allocates for every request (0.52 us against 0.20 us for the same 80
- * bytes exchanged by hand at p = 2 here), and its progress function, once
+ * allocates for every request, which costs more than the exchange itself for
+ * a few bytes (docs/notes/2026-11-small-call-costs.md), and its progress function, once
  * registered, runs in every later opal_progress of the process.  The
  * per-call argument check (src/core/argcheck.c) and the waiter's helpers
  * (wait.h: agreements, the tracker's allgather) use this instead.
@@ -98,33 +98,38 @@ struct sampi_p2p_allreduce {
 int sampi_p2p_set_direct_max(int n);
 
 /* Before the first start (or after a release). */
-void sampi_p2p_allreduce_init(struct sampi_p2p_allreduce *x);
+void sampi_p2p_allreduce_init(struct sampi_p2p_allreduce *allreduce);
 
 /* Start reducing `count` elements of `dt` under `op` from every rank of
  * comm, with MPI tag `tag` (SAMPI_P2P_TAG).  Collective: every rank of comm
  * starts it with the same count, dt, op and tag, and comm's ranks start
  * their exchanges of one tag in the same order.  0; -ENOTSUP when dt or op
  * is not a predefined pair SAMPI's kernels reduce (the caller uses PMPI,
- * deciding alike on every rank); -ENOMEM; -EIO.  Reuses x's buffers. */
-int sampi_p2p_allreduce_start(struct sampi_p2p_allreduce *x, const void *in, int count,
+ * deciding alike on every rank); -ENOMEM; -EIO.  Reuses allreduce's buffers. */
+int sampi_p2p_allreduce_start(struct sampi_p2p_allreduce *allreduce, const void *in, int count,
                               MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int tag);
 
 /* Progress without waiting: 1 when complete (again on every later call),
  * 0 while pending, -EIO.  *progressed (may be NULL) is set when a step
  * completed. */
-int sampi_p2p_allreduce_test(struct sampi_p2p_allreduce *x, int *progressed);
+int sampi_p2p_allreduce_test(struct sampi_p2p_allreduce *allreduce, int *progressed);
 
 /* The reduced vector, once test said 1 (the same bits on every rank). */
-static inline const void *sampi_p2p_allreduce_result(const struct sampi_p2p_allreduce *x)
+static inline const void *sampi_p2p_allreduce_result(const struct sampi_p2p_allreduce *allreduce)
 {
-    return x->acc;
+    return allreduce->acc;
 }
 
-/* Done with x, complete or not: a pending receive is cancelled; a pending
+/* Done with allreduce, complete or not: a pending receive is cancelled; a pending
  * send is let go with its buffers (they are never freed then: the message
  * may still be taken), so that nothing SAMPI reads or writes stays with the
- * caller.  x is then as after init. */
-void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *x);
+ * caller.  allreduce is then as after init. */
+void sampi_p2p_allreduce_release(struct sampi_p2p_allreduce *allreduce);
+
+/* The peers whose message the current step still waits for, into
+ * ranks[0..max): their number (for a stall warning). */
+int sampi_p2p_allreduce_waiting_for(const struct sampi_p2p_allreduce *allreduce, int *ranks,
+                                    int max);
 
 /* Cancel a pending point-to-point receive of SAMPI's own and wait for it
  * to end (cancelled or completed); a no-op on MPI_REQUEST_NULL.  1 when it

@@ -68,7 +68,7 @@ _Atomic uint64_t *sampi_stats_peer_late(struct sampi_stats *s, int size, int cre
     _Atomic uint64_t *p = atomic_load_explicit(&s->peer_late, memory_order_acquire);
     if (p || !create || size <= 0)
         return p;
-    _Atomic uint64_t *fresh = calloc((size_t)size, sizeof(*fresh));
+    _Atomic uint64_t *fresh = calloc(2 * (size_t)size, sizeof(*fresh)); /* counts, sums */
     if (!fresh)
         return NULL;
     /* An MPI_T reader on another thread may allocate at the same time. */
@@ -95,6 +95,7 @@ void sampi_stats_note_arrival(struct sampi_stats *s, int size, int peer, int64_t
     if (!counts)
         return;
     uint64_t n = atomic_fetch_add_explicit(&counts[peer], 1, memory_order_relaxed) + 1;
+    sampi_stat_add(&counts[size + peer], late);
     /* Only the thread running the collective on s's communicator writes the
      * mode, so a compare against the current leader is enough. */
     int mode = atomic_load_explicit(&s->late_rank_mode1, memory_order_relaxed) - 1;

@@ -46,11 +46,11 @@ struct sampi_stats {
      * take); not in calls[] */
     _Atomic uint64_t nb_calls;
     _Atomic uint64_t nb_native;
-    /* Arrival of the ranks, as the data path observes it: see
-     * sampi_stats_note_arrival. */
-    _Atomic uint64_t arrival_samples;     /* calls with an observation */
-    _Atomic uint64_t arrival_skew_sum_ns; /* sum of the late ranks' delays */
-    _Atomic uint64_t arrival_skew_max_ns; /* largest delay seen */
+    /* Arrival of the ranks, as the tracker observes it in tracked calls:
+     * see sampi_stats_note_arrival. */
+    _Atomic uint64_t arrival_samples;     /* tracked calls */
+    _Atomic uint64_t arrival_skew_sum_ns; /* sum of the last ranks' gaps to the second-last */
+    _Atomic uint64_t arrival_skew_max_ns; /* largest such gap */
     /* Tracked calls run while a straggler was predicted, and how many of
      * them it did arrive last in (tracker.c). */
     _Atomic uint64_t predictions;
@@ -59,8 +59,9 @@ struct sampi_stats {
      * that a zeroed struct means "none yet". */
     _Atomic int late_rank_mode1;
     /* Per communicator only: how often each rank was observed last, one
-     * entry per rank; allocated at the first observation (or the first MPI_T
-     * handle on it), freed by sampi_stats_release. */
+     * entry per rank, followed by the sum of its gaps (ns) in those calls,
+     * one entry per rank; allocated at the first observation (or the first
+     * MPI_T handle on it), freed by sampi_stats_release. */
     _Atomic uint64_t *_Atomic peer_late;
 };
 
@@ -88,17 +89,19 @@ void sampi_stats_log_summary(const char *const *names, int nalgos, int native);
  * rather than for its peer (executor.c, tracker.c). */
 #define SAMPI_LATE_THRESHOLD_NS 50000
 
-/* The data path calls this once per MPI_Allreduce on a communicator of
- * `size` ranks whose counters are s, on every rank, when it has seen which
- * rank arrived last: `peer` is that rank (-1 when the arrivals could not be
- * told apart) and `late_ns` how long after the earliest rank it arrived, by
- * this rank's clock (negative values count as 0).  Feeds the arrival pvars of
- * s and of the process.  Lock-free; any thread. */
+/* The tracker calls this once per tracked call on a communicator of `size`
+ * ranks whose counters are s, on every rank, from the durations the ranks
+ * exchanged: `peer` is the rank that arrived last (-1 when none arrived
+ * SAMPI_LATE_THRESHOLD_NS after the second-last) and `late_ns` how long after
+ * the second-last rank it arrived (the gap between the two shortest
+ * durations, the same on every rank; 0 with peer -1, negative values count as
+ * 0).  Feeds the arrival pvars of s and of the process.  Lock-free; any
+ * thread. */
 void sampi_stats_note_arrival(struct sampi_stats *s, int size, int peer, int64_t late_ns);
 
-/* s's per-peer late counts (`size` entries, the communicator's size),
- * allocated on first use when `create` is set; NULL when absent or out of
- * memory. */
+/* s's per-peer late counts (`size` entries, the communicator's size, then
+ * `size` sums of their gaps in ns), allocated on first use when `create` is
+ * set; NULL when absent or out of memory. */
 _Atomic uint64_t *sampi_stats_peer_late(struct sampi_stats *s, int size, int create);
 
 /* Free what sampi_stats_note_arrival allocated in s (when a communicator's

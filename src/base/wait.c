@@ -31,8 +31,25 @@ void sampi_waiter_init(struct sampi_waiter *w, const char *what, int (*poll)(voi
 
 void sampi_waiter_progress(struct sampi_waiter *w)
 {
-    w->progress_ns = sampi_now_ns();
+    w->progress_ns = w->looked_ns = sampi_now_ns();
     w->next_warn_ns = w->warn_ns > 0 ? w->progress_ns + w->warn_ns : INT64_MAX;
+}
+
+/* Time this process did not run (SAMPI_WAIT_ABSENT_MS) is not silence: the
+ * silence clocks move on by it.  Example: stopped 20 s in a wait with a 2 s
+ * stall warning; at the first look after SIGCONT, 20.1 s after the last,
+ * progress_ns moves on by 20.0 s, so no warning and no limit fires before
+ * the peers had 2 s of this rank's running time to answer. */
+static void discount_absence(struct sampi_waiter *w, int64_t now)
+{
+    int64_t gap = now - w->looked_ns - SAMPI_WAIT_POLL_MS * 1000000LL;
+    if (gap > SAMPI_WAIT_ABSENT_MS * 1000000LL) {
+        w->progress_ns += gap;
+        if (w->next_warn_ns != INT64_MAX)
+            w->next_warn_ns += gap;
+        w->absent_ns += gap;
+    }
+    w->looked_ns = now;
 }
 
 int64_t sampi_waiter_slice_end(const struct sampi_waiter *w)
@@ -63,6 +80,7 @@ int sampi_waiter_idle(struct sampi_waiter *w, const char *whom)
     if (rc)
         return rc;
     int64_t now = sampi_now_ns();
+    discount_absence(w, now);
     if (now >= w->next_warn_ns) {
         char where[160] = "a communicator";
         if (w->describe)
@@ -73,10 +91,14 @@ int sampi_waiter_idle(struct sampi_waiter *w, const char *whom)
             whom = named[0] ? named : NULL;
         }
         double silent = (double)(now - w->progress_ns) / 1e9;
+        char absent[96] = "";
+        if (w->absent_ns)
+            snprintf(absent, sizeof(absent), ", of which this rank itself did not run %.1f s",
+                     (double)w->absent_ns / 1e9);
         sampi_log_warn("%s: still waiting for %s in %s after %.1f s without progress (%.1f s in "
-                       "all); a late rank is not an error%s",
+                       "all%s); a late rank is not an error%s",
                        where, whom ? whom : "its peers", w->what, silent,
-                       (double)(now - w->begin_ns) / 1e9,
+                       (double)(now - w->begin_ns) / 1e9, absent,
                        w->limit_ns > 0 ? "" : ": SAMPI waits for it (sampi_timeout_ms=0)");
         w->warnings++;
         /* the next one after twice the silence so far */
@@ -137,19 +159,38 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
     }
 }
 
-int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x)
+/* The ranks `allreduce` still waits for, for a stall warning ("rank 2"). */
+static void p2p_absent(void *ctx, char *buf, size_t len)
+{
+    enum { SHOWN = 9 };
+    int ranks[SHOWN];
+    int n = sampi_p2p_allreduce_waiting_for(ctx, ranks, SHOWN);
+    sampi_waiter_ranks(ranks, n, buf, len);
+}
+
+int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *allreduce)
 {
     unsigned spins = 0;
     int64_t slice_end = sampi_waiter_slice_end(w);
+    /* a stall warning names the ranks it waits for, unless w knows better */
+    struct sampi_waiter mine = *w;
+    if (!mine.absent) {
+        mine.absent = p2p_absent;
+        mine.absent_ctx = allreduce;
+    }
     for (;;) {
         int progressed = 0;
-        /* the owner's poll may have completed x itself (argcheck.c): a
-         * complete x answers 1 again */
-        int rc = sampi_p2p_allreduce_test(x, &progressed);
-        if (rc)
+        /* the owner's poll may have completed it itself (argcheck.c): a
+         * complete exchange answers 1 again */
+        int rc = sampi_p2p_allreduce_test(allreduce, &progressed);
+        if (!rc)
+            rc = turn(&mine, progressed, &slice_end, &spins, NULL);
+        if (rc) {
+            mine.absent = w->absent;
+            mine.absent_ctx = w->absent_ctx;
+            *w = mine;
             return rc < 0 ? rc : 0;
-        if ((rc = turn(w, progressed, &slice_end, &spins, NULL)))
-            return rc;
+        }
     }
 }
 

@@ -20,9 +20,13 @@
  *    SAMPI_WAIT_POLL_MS: a non-zero answer (a negative errno) ends the wait
  *    with that answer.
  *
- * The waiter knows nothing of communicators: the owner (src/core/revoke.c) gives
- * it a poll hook and a describe hook.  Lower layers (netdev open, the
- * algorithms) receive a waiter and wait through it.
+ * The waiter knows nothing of SAMPI's per-communicator state (struct
+ * sampi_comm, src/core): the owner (src/core/revoke.c) gives it a poll hook
+ * and a describe hook, which are all it learns of a communicator's
+ * revocation or name.  It does work on MPI communicators: its collectives
+ * run on the private communicator the caller passes, and keep a sequence
+ * number per communicator as an attribute (wait.c).  Lower layers (netdev
+ * open, the algorithms) receive a waiter and wait through it.
  */
 #ifndef SAMPI_WAIT_H
 #define SAMPI_WAIT_H
@@ -32,6 +36,12 @@
 #include <stdint.h>
 
 #define SAMPI_WAIT_POLL_MS 100
+
+/* A look at a wait later than its slice by more than this (a slice lasts
+ * SAMPI_WAIT_POLL_MS at most) means this process did not run meanwhile
+ * (stopped with SIGSTOP, a debugger, the scheduler): that time is not the
+ * peers' silence, and neither the stall warning nor the limit counts it. */
+#define SAMPI_WAIT_ABSENT_MS 1000
 
 struct sampi_waiter {
     const char *what; /* "the data exchange", for messages */
@@ -47,7 +57,9 @@ struct sampi_waiter {
     void *absent_ctx;
     /* kept by the waiter */
     int64_t begin_ns;     /* the wait started */
-    int64_t progress_ns;  /* last progress */
+    int64_t progress_ns;  /* last progress, moved on by the time this rank was absent */
+    int64_t looked_ns;    /* the last look (progress or an idle slice's end) */
+    int64_t absent_ns;    /* time this process did not run in this wait */
     int64_t next_warn_ns; /* next stall warning, from progress_ns */
     int64_t warn_ns;      /* sampi_stall_warn_ms, 0: none */
     int64_t limit_ns;     /* sampi_timeout_ms, 0: none */
@@ -82,10 +94,10 @@ int sampi_waiter_mpi(struct sampi_waiter *w, MPI_Request *reqs, int n, const cha
 
 struct sampi_p2p_allreduce;
 
-/* Wait for SAMPI's own allreduce x (p2p_allreduce.h) through w: 0 once it
+/* Wait for SAMPI's own allreduce (p2p_allreduce.h) through w: 0 once it
  * completed, or the wait's negative errno (-EIO when MPI failed), leaving
- * x pending for the caller to release. */
-int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *x);
+ * it pending for the caller to release. */
+int sampi_waiter_p2p(struct sampi_waiter *w, struct sampi_p2p_allreduce *allreduce);
 
 /* Collectives SAMPI makes on its own behalf (on its own communicators),
  * through w: 0, or the wait's negative errno.  They run over point-to-point

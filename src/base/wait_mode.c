@@ -2,13 +2,11 @@
  * wait_mode.c - the wait mode (wait_mode.h): auto's decision, the mode in
  * force, and the idle turn of every polling loop.
  *
- * Why it matters, measured: with a core per rank, sched_yield returns at
- * once, so a rank that yields and then sleeps (the old back-off: 64 yields,
- * then 1 us doubling to 1 ms) sleeps through any wait longer than a few
+ * Why it matters: with a core per rank, sched_yield returns at once, so a
+ * rank that yields and then sleeps sleeps through any wait longer than a few
  * microseconds, and once a straggler has made everyone wait, every step of a
- * schedule pays a sleep's wake-up: SAMPI's ring at p = 16, 1 MiB took 43.8 ms
- * where Open MPI took 1.1 ms, and 1.2 ms with polling.  On a 2-core machine
- * running 8 ranks the yields ran the peers instead, which hid it.
+ * schedule pays a sleep's wake-up (docs/design.md, 'Waits follow the node';
+ * the figures are in docs/notes/2026-11-wait-mode.md).
  *
  * Example: mpirun -np 16 --bind-to core on a 16-core node: 16 local ranks,
  * their bindings cover 16 CPUs, Open MPI does not yield -> poll.  mpirun

@@ -1,7 +1,7 @@
 /*
  * wait_mode.h - how a rank spends the time it waits for its peers: the mode
- * decided once at start-up from the node (DESIGN rule 6), and the one idle
- * turn every polling loop of SAMPI takes in that mode.
+ * decided once at start-up from the node (docs/design.md, 'Waits follow the node'), and the one
+ * idle turn every polling loop of SAMPI takes in that mode.
  *
  *   poll   spin without leaving the core: the right thing when every rank
  *          has a core of its own (the normal HPC layout).  A pause

@@ -40,7 +40,7 @@ int sampi_argcheck_judge(const long long *out)
     return 0;
 }
 
-int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
+int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *args,
                         enum sampi_algo_id algo, uint32_t settings)
 {
     struct sampi_argcheck *k = &c->check;
@@ -49,9 +49,9 @@ int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
     if (!sampi_cvar_int(SAMPI_CVAR_CHECK_ARGS))
         return 0;
     long long v[SAMPI_ARGCHECK__COUNT] = {
-        [SAMPI_ARGCHECK_COUNT] = (long long)a->count,
-        [SAMPI_ARGCHECK_DATATYPE] = (long long)a->dt.elem * 65536 + (long long)a->dt.extent,
-        [SAMPI_ARGCHECK_OP] = a->op,
+        [SAMPI_ARGCHECK_COUNT] = (long long)args->count,
+        [SAMPI_ARGCHECK_DATATYPE] = (long long)args->dt.elem * 65536 + (long long)args->dt.extent,
+        [SAMPI_ARGCHECK_OP] = args->op,
         [SAMPI_ARGCHECK_ALGORITHM] = algo,
         [SAMPI_ARGCHECK_SETTINGS] = (long long)settings,
     };
@@ -105,13 +105,13 @@ int sampi_argcheck_finish(struct sampi_argcheck *k, struct sampi_waiter *w)
     return k->verdict; /* kept until the next post: a later finish in the call says it again */
 }
 
-void sampi_argcheck_init(struct sampi_argcheck *k)
+void sampi_argcheck_init(struct sampi_argcheck *check)
 {
-    *k = (struct sampi_argcheck){0};
-    sampi_p2p_allreduce_init(&k->x);
+    *check = (struct sampi_argcheck){0};
+    sampi_p2p_allreduce_init(&check->x);
 }
 
-void sampi_argcheck_release(struct sampi_argcheck *k)
+void sampi_argcheck_release(struct sampi_argcheck *check)
 {
-    sampi_p2p_allreduce_release(&k->x);
+    sampi_p2p_allreduce_release(&check->x);
 }

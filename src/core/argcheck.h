@@ -13,12 +13,12 @@
  * wait for the straggler before it starts); a data exchange that a mismatch
  * blocks ends when the check completes (the waiter's poll looks at it), and
  * the call's outcome waits for the check.  Cost: one exchange of 80 bytes
- * per doubling step (0.2 us on shared memory at p = 2), overlapped with the
- * call; its later steps (p > 2) advance when the check is looked at (a
- * waiter's poll, the end of the call), since nothing else drives them.
+ * per doubling step, overlapped with the call; its later steps (p > 2) advance when the check is
+ * looked at (a waiter's poll, the end of the call), since nothing else drives them.
  *
- * Calls SAMPI leaves to PMPI_Allreduce are not checked (Open MPI does not
- * check them either).
+ * Calls SAMPI leaves to PMPI_Allreduce are checked only where
+ * sampi_comm_checks_native says so (sampi_check_native, or a limit): then
+ * before they start, waited for (pmpi_wrap/allreduce.c, prepare).
  */
 #ifndef SAMPI_ARGCHECK_H
 #define SAMPI_ARGCHECK_H
@@ -51,13 +51,13 @@ struct sampi_argcheck {
 struct sampi_comm;
 struct sampi_waiter;
 
-/* Set up k (the state was just made). */
-void sampi_argcheck_init(struct sampi_argcheck *k);
+/* Set up check (the state was just made). */
+void sampi_argcheck_init(struct sampi_argcheck *check);
 
-/* Post the check of call `a` running `algo` on c (when sampi_check_args is
- * set); `settings` is what the call must agree on beyond its arguments
+/* Post the check of call `args` running `algo` on c (when sampi_check_args
+ * is set); `settings` is what the call must agree on beyond its arguments
  * (sampi_comm_pattern_hash).  0, -ENOMEM or -EIO. */
-int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *a,
+int sampi_argcheck_post(struct sampi_comm *c, const struct sampi_coll_args *args,
                         enum sampi_algo_id algo, uint32_t settings);
 
 /* Non-blocking: 0 while the check is pending or passed, or the mismatch
@@ -71,11 +71,11 @@ int sampi_argcheck_pending(const struct sampi_argcheck *k);
  * return 0, the mismatch error, or the wait's error; called again in the
  * same call, the same verdict.  0 when none was posted.  The communicator's
  * own is sampi_comm_check_finish (comm.h). */
-int sampi_argcheck_finish(struct sampi_argcheck *k, struct sampi_waiter *w);
+int sampi_argcheck_finish(struct sampi_argcheck *check, struct sampi_waiter *w);
 
 /* The state is being freed: release the exchange (a check still in flight
  * keeps its buffers, let go). */
-void sampi_argcheck_release(struct sampi_argcheck *k);
+void sampi_argcheck_release(struct sampi_argcheck *check);
 
 /* Pure: judge a reduced vector of (v, -v) pairs (for tests).  0, or the
  * errno of the first field that differs. */

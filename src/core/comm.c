@@ -216,9 +216,11 @@ static void adopt_id(struct sampi_comm *c, uint64_t id)
  * collective cannot be cancelled) and complete into these buffers whenever
  * the late rank arrives, perhaps after the state is gone.  They are freed
  * only when both completed. */
+enum { AGREE_HASH, AGREE_HASH_NEG, AGREE_LIMIT, AGREE__FACTS }; /* agreement_facts */
+
 struct join_bufs {
-    long long a[3], a_out[3]; /* h, -h, id proposal */
-    long long b, b_out;       /* "I gave up waiting in the first exchange" */
+    long long a[AGREE__FACTS + 1], a_out[AGREE__FACTS + 1]; /* agreement_facts, id proposal */
+    long long b, b_out; /* "I gave up waiting in the first exchange" */
     MPI_Comm ctl;
 };
 
@@ -230,6 +232,34 @@ static void leave_pending(struct sampi_comm *c, struct join_bufs *j, MPI_Request
     c->join = j;
     c->join_req[0] = a;
     c->join_req[1] = b;
+}
+
+/* What every agreement exchanges under MAX: the settings' hash and its
+ * negation (equal on every rank exactly when out[0] == -out[1]) and whether
+ * this rank has a limit (sampi_timeout_ms): where any rank has one, every
+ * rank checks the calls it leaves to Open MPI (sampi_comm_checks_native),
+ * so the ranks agree on it although the limit is each rank's own. */
+static void agreement_facts(const struct sampi_comm *c, long long *v)
+{
+    uint32_t h = sampi_comm_pattern_hash(c);
+    v[AGREE_HASH] = h;
+    v[AGREE_HASH_NEG] = -(long long)h;
+    v[AGREE_LIMIT] = sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS) > 0;
+}
+
+/* The agreed facts: 0, or -EINVAL where the settings differ. */
+static int agreement_adopt(struct sampi_comm *c, const long long *out)
+{
+    if (out[AGREE_HASH] != -out[AGREE_HASH_NEG])
+        return -EINVAL;
+    c->limited = out[AGREE_LIMIT] != 0;
+    return 0;
+}
+
+int sampi_comm_checks_native(const struct sampi_comm *c)
+{
+    return sampi_cvar_int(SAMPI_CVAR_CHECK_ARGS) &&
+           (c->limited || sampi_cvar_int(SAMPI_CVAR_CHECK_NATIVE));
 }
 
 /* On the user's communicator, with Open MPI's nonblocking collectives (not
@@ -244,14 +274,13 @@ static int agree_first(struct sampi_comm *c)
     struct join_bufs *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
-    uint32_t h = sampi_comm_pattern_hash(c);
-    j->a[0] = h;
-    j->a[1] = -(long long)h;
-    j->a[2] = (long long)propose_id();
+    agreement_facts(c, j->a);
+    j->a[AGREE__FACTS] = (long long)propose_id();
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "the configuration agreement of its first call");
     MPI_Request ra, rb = MPI_REQUEST_NULL;
-    if (PMPI_Iallreduce(j->a, j->a_out, 3, MPI_LONG_LONG, MPI_MAX, c->comm, &ra) != MPI_SUCCESS) {
+    if (PMPI_Iallreduce(j->a, j->a_out, AGREE__FACTS + 1, MPI_LONG_LONG, MPI_MAX, c->comm, &ra) !=
+        MPI_SUCCESS) {
         free(j);
         return -EIO;
     }
@@ -272,11 +301,11 @@ static int agree_first(struct sampi_comm *c)
         free(j);
         return -ETIMEDOUT; /* another rank gave up waiting for this one */
     }
-    if (j->a_out[0] != -j->a_out[1]) {
+    if (agreement_adopt(c, j->a_out)) {
         free(j);
         return -EINVAL;
     }
-    adopt_id(c, (uint64_t)j->a_out[2]);
+    adopt_id(c, (uint64_t)j->a_out[AGREE__FACTS]);
     MPI_Request rd;
     if (PMPI_Comm_idup(c->comm, &j->ctl, &rd) != MPI_SUCCESS) {
         free(j);
@@ -353,14 +382,15 @@ static int agree_posted(struct sampi_comm *c)
     c->ctl = j->ctl;
     free(j);
     PMPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
-    uint32_t h = sampi_comm_pattern_hash(c);
-    long long v[3] = {h, -(long long)h, (long long)propose_id()}, out[3];
+    long long v[AGREE__FACTS + 1], out[AGREE__FACTS + 1];
+    agreement_facts(c, v);
+    v[AGREE__FACTS] = (long long)propose_id();
     sampi_comm_waiter(c, &w, "the configuration agreement of its first call");
-    rc = sampi_waiter_allreduce(&w, v, out, 3, MPI_LONG_LONG, MPI_MAX, c->ctl);
+    rc = sampi_waiter_allreduce(&w, v, out, AGREE__FACTS + 1, MPI_LONG_LONG, MPI_MAX, c->ctl);
     if (rc)
         return rc;
-    adopt_id(c, (uint64_t)out[2]);
-    if (out[0] != -out[1])
+    adopt_id(c, (uint64_t)out[AGREE__FACTS]);
+    if (agreement_adopt(c, out))
         return -EINVAL;
     return sampi_revoke_arm(c);
 }
@@ -368,14 +398,14 @@ static int agree_posted(struct sampi_comm *c)
 /* A re-armed check (MPI_Comm_set_info), over c->ctl. */
 static int agree_again(struct sampi_comm *c)
 {
-    uint32_t h = sampi_comm_pattern_hash(c);
-    long long v[2] = {h, -(long long)h}, out[2];
+    long long v[AGREE__FACTS], out[AGREE__FACTS];
+    agreement_facts(c, v);
     struct sampi_waiter w;
     sampi_comm_waiter(c, &w, "the configuration agreement");
-    int rc = sampi_waiter_allreduce(&w, v, out, 2, MPI_LONG_LONG, MPI_MAX, c->ctl);
+    int rc = sampi_waiter_allreduce(&w, v, out, AGREE__FACTS, MPI_LONG_LONG, MPI_MAX, c->ctl);
     if (rc)
         return rc;
-    return out[0] != -out[1] ? -EINVAL : 0;
+    return agreement_adopt(c, out);
 }
 
 int sampi_comm_join(struct sampi_comm *c)
@@ -503,13 +533,13 @@ void *sampi_comm_algo_state(struct sampi_comm *c, enum sampi_algo_id id)
 }
 
 int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
-                               const struct sampi_coll_args *a, void **out)
+                               const struct sampi_coll_args *args, void **out)
 {
     const struct sampi_algo_state_hooks *h = sampi_algos[id].state;
     *out = atomic_load(&c->algo_state[id]);
     if (*out || !h)
         return 0;
-    int rc = h->create(a, out);
+    int rc = h->create(args, out);
     if (rc) {
         *out = NULL;
         return rc;

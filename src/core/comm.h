@@ -39,11 +39,12 @@ struct sampi_comm {
     int nd_tried; /* the data path was set up (or failed) */
     int agreed;   /* the configuration check has run since it was last armed */
     int mismatch; /* ranks disagree on the configuration: use PMPI */
+    int limited;  /* some rank had a limit (sampi_timeout_ms) at the last agreement */
     int revoked;  /* 0, or why SAMPI gave up on it (a negative errno, revoke.h) */
     /* 1 after a call that only Open MPI's allreduce ran and every rank
      * joined: no rank can have given up on c since (only SAMPI's own
      * exchanges give up), so the next call need not look for a revocation
-     * notice (pmpi_wrap/allreduce.c admit, settle) */
+     * notice (pmpi_wrap/allreduce.c admit, settle_outcome) */
     int quiet;
     _Atomic int last_algo; /* -1 before the first call */
     uint64_t calls;        /* MPI_Allreduce calls SAMPI took on c, for messages */
@@ -73,6 +74,13 @@ struct sampi_comm {
     /* auto's learned costs (auto.h), NULL until the first auto call */
     struct sampi_auto_state *autosel;
     uint64_t auto_regime_changes; /* regime changes already logged */
+    /* Regime changes across a composition (tracker.h, "Regime changes"):
+     * c's own (its tracker saw the regime change), agreed on c; this rank's
+     * count of changes seen in c's parts; and that count summed over c's
+     * ranks at c's last tracking exchange, agreed on c */
+    uint64_t regime_epoch;
+    _Atomic uint64_t parts_changes;
+    uint64_t parts_epoch;
     size_t scratch_size;
     struct sampi_stats stats;
     /* the communicator c is a part of (a composed algorithm's stage, made
@@ -104,6 +112,11 @@ int sampi_comm_get(MPI_Comm comm, int create, struct sampi_comm **out);
  * 0; -EINVAL when the ranks were configured differently (then c uses PMPI:
  * c->mismatch); or the revocation errno when the join failed (c->revoked). */
 int sampi_comm_join(struct sampi_comm *c);
+
+/* Whether the calls SAMPI leaves to Open MPI on c are checked first
+ * (argcheck.h): sampi_check_args, and sampi_check_native or a limit on
+ * some rank (agreed at the join), the same on every rank. */
+int sampi_comm_checks_native(const struct sampi_comm *c);
 
 /* A nonblocking call's half of the first call's join, on the program's
  * thread, in the program's order of collectives on the user's
@@ -185,11 +198,11 @@ void *sampi_comm_scratch(struct sampi_comm *c, size_t size);
 void *sampi_comm_algo_state(struct sampi_comm *c, enum sampi_algo_id id);
 
 /* The same, made by the algorithm's create hook when it does not exist yet
- * (a is the call about to run it: every rank of c calls this for the same
+ * (args is the call about to run it: every rank of c calls this for the same
  * call).  0 (*out NULL when the algorithm keeps no state), or the hook's
  * negative errno; the next call tries again. */
 int sampi_comm_algo_state_make(struct sampi_comm *c, enum sampi_algo_id id,
-                               const struct sampi_coll_args *a, void **out);
+                               const struct sampi_coll_args *args, void **out);
 
 /* Count a fallback to PMPI_Allreduce (c may be NULL) and, when the user forced
  * an algorithm, report it according to sampi_fallback (`what` names the call:

@@ -75,9 +75,13 @@ int sampi_revoked_code(void)
     return revoked_code;
 }
 
-static const char *cause_text(int why, char *buf, size_t len)
+/* `own`: this rank's cause, whose limit is this rank's sampi_timeout_ms;
+ * a cause learnt from a notice was the sender's limit, each rank's own. */
+static const char *cause_text(int why, int own, char *buf, size_t len)
 {
-    if (why == -ETIMEDOUT)
+    if (why == -ETIMEDOUT && !own)
+        snprintf(buf, len, "no progress within its sampi_timeout_ms");
+    else if (why == -ETIMEDOUT)
         snprintf(buf, len, "no progress within sampi_timeout_ms=%lld ms",
                  sampi_cvar_int(SAMPI_CVAR_TIMEOUT_MS));
     else if (sampi_errno_is_mismatch(why))
@@ -167,7 +171,7 @@ void sampi_revoke(struct sampi_comm *c, int why, const char *what)
         return;
     char cause[160], how[320];
     snprintf(how, sizeof(how), "SAMPI gave up on it in %s: %s", what ? what : "a call",
-             cause_text(why, cause, sizeof(cause)));
+             cause_text(why, 1, cause, sizeof(cause)));
     /* before the join (no ctl) nobody is listening yet: join.c tells them */
     int notice[NOTICE_WORDS] = {[NOTICE_CAUSE] = -why,
                                 [NOTICE_RANK] = c->rank,
@@ -205,7 +209,7 @@ int sampi_revoke_poll(struct sampi_comm *c)
     char cause[160], how[320];
     snprintf(how, sizeof(how), "rank %d gave up on it at its call %d: %s",
              c->revoke_msg[NOTICE_RANK], c->revoke_msg[NOTICE_CALL],
-             cause_text(why, cause, sizeof(cause)));
+             cause_text(why, 0, cause, sizeof(cause)));
     int notice[NOTICE_WORDS];
     memcpy(notice, c->revoke_msg, sizeof(notice));
     mark(c, why, how, notice, c->revoke_msg[NOTICE_FROM]);

@@ -163,6 +163,12 @@ static void fetch_peer_late(struct sampi_comm *c, void *out, int n)
     fetch_array(c ? sampi_stats_peer_late(&c->stats, c->size, 0) : NULL, c ? c->size : 0, out, n);
 }
 
+static void fetch_peer_late_sum(struct sampi_comm *c, void *out, int n)
+{
+    _Atomic uint64_t *p = c ? sampi_stats_peer_late(&c->stats, c->size, 0) : NULL;
+    fetch_array(p ? p + c->size : NULL, c ? c->size : 0, out, n);
+}
+
 /* The tracker's published values (tracker.h); -1 / 0 before the first
  * tracked call. */
 static void fetch_tracker_int(struct sampi_comm *c, size_t field, int none, void *out, int n)
@@ -266,6 +272,20 @@ static void fetch_auto_explorations(struct sampi_comm *c, void *out, int n)
     uint64_t *o = out;
     for (int i = 0; i < n; i++)
         o[i] = sampi_auto_pvar_explorations(c);
+}
+
+static void fetch_auto_composition_changes(struct sampi_comm *c, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = sampi_auto_pvar_composition_changes(c);
+}
+
+static void fetch_parts_regime_changes(struct sampi_comm *c, void *out, int n)
+{
+    uint64_t *o = out;
+    for (int i = 0; i < n; i++)
+        o[i] = c ? atomic_load_explicit(&c->parts_changes, memory_order_relaxed) : 0;
 }
 
 static void fetch_auto_regime(struct sampi_comm *c, void *out, int n)

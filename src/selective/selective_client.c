@@ -124,12 +124,9 @@ static void declare_dead(const char *why)
  * is noisy mostly downwards).  The estimate is a maximum that decays by 10%
  * a ring: a fast rank that met a slow one in a few groups still reports fast,
  * so that selective reduce does not go on grouping them on that evidence.
- * Measured on the shaped testbed (8 ranks, one at 1/8 of the others' rate,
- * 3 runs each, 20 s): the median of the last 5 samples gave 651 iterations
- * and the largest of the last 5 gave 646, against 666 for this rule and 669
- * with the bandwidths declared; a few percent, within the runs' spread, but
- * no gain.  A window short enough to follow a changed link also forgets a
- * fast rank's fast samples after a few slow groups. */
+ * A window of the last samples did no better, and one short enough to
+ * follow a changed link also forgets a fast rank's fast samples after a few
+ * slow groups (docs/notes/2026-11-selective-bandwidth.md). */
 static void note_ring(int m, size_t bytes, double secs)
 {
     if (m < 2 || !(secs > 0))
@@ -638,18 +635,20 @@ int sampi_selective_may_route(void)
     return sampi_cvar_int(SAMPI_CVAR_SELECTIVE_MODE) == MODE_ALLREDUCE;
 }
 
-int sampi_selective_route(const struct sampi_coll_args *a, int *rc)
+int sampi_selective_route(const struct sampi_coll_args *args, int *rc)
 {
     if (sampi_cvar_int(SAMPI_CVAR_SELECTIVE_MODE) != MODE_ALLREDUCE || !S.active || S.finished ||
-        a->op != SAMPI_OP_SUM || a->count == 0 ||
-        (a->dt.elem != SAMPI_ELEM_F32 && a->dt.elem != SAMPI_ELEM_F64) || !chosen_comm(a->comm))
+        args->op != SAMPI_OP_SUM || args->count == 0 ||
+        (args->dt.elem != SAMPI_ELEM_F32 && args->dt.elem != SAMPI_ELEM_F64) ||
+        !chosen_comm(args->comm))
         return 0;
-    if (a->sendbuf != MPI_IN_PLACE)
-        memcpy(a->recvbuf, a->sendbuf, a->count * a->dt.extent);
-    int e = sampi_selective_partial(a->recvbuf, a->count, a->datatype, a->comm, (double)S.n, NULL);
+    if (args->sendbuf != MPI_IN_PLACE)
+        memcpy(args->recvbuf, args->sendbuf, args->count * args->dt.extent);
+    int e = sampi_selective_partial(args->recvbuf, args->count, args->datatype, args->comm,
+                                    (double)S.n, NULL);
     *rc = e ? sampi_errno_to_mpi(e) : MPI_SUCCESS;
     if (e)
-        PMPI_Comm_call_errhandler(a->comm, *rc);
+        PMPI_Comm_call_errhandler(args->comm, *rc);
     return 1;
 }
 

@@ -56,7 +56,7 @@ int sampi_selective_finish(void);
  * selective reduce took the call (sampi_selective_mode=allreduce, SUM on
  * MPI_FLOAT/MPI_DOUBLE, the chosen communicator), with *rc its MPI return
  * code; 0 to let the normal path run it. */
-int sampi_selective_route(const struct sampi_coll_args *a, int *rc);
+int sampi_selective_route(const struct sampi_coll_args *args, int *rc);
 
 /* 1 where sampi_selective_route may take calls (sampi_selective_mode is
  * allreduce): then no call may bypass it (lane.h). */

@@ -9,7 +9,9 @@
  * of the type and the range of every field, so a malformed or foreign message
  * is answered with a clear error instead of being acted upon.
  *
- * The flow (../shared/specs/selective.md section 3):
+ * The flow (SAMPI's own messages for the information the paper, "Progress and
+ * Bandwidth Aware Partial Model Synchronization With Selective Reduce",
+ * Sec. III-E, has flow between workers and controller):
  *   worker -> controller  READY  {rank, iteration, compute time, bandwidth, seq, bytes}
  *   controller -> worker  GROUP  {id, kind, iteration after, m, members[m], weights[m]}
  *   controller -> worker  PING   keep-alive while the worker waits in the queue

@@ -210,6 +210,71 @@ START_TEST(regime_change_explores_again)
 }
 END_TEST
 
+/* A composed arm (hier here) measured slow before its part found a degraded
+ * link: native wins.  The part's regime changes (arms_changed): the cell
+ * explores at its next call, hier's old samples gone, and hier, faster now,
+ * wins.  Changed while the cell explores: hier, cut as too slow, comes back
+ * as a candidate at once. */
+START_TEST(composed_arm_change_explores_again)
+{
+    const uint32_t arms = ARMS3 | (1u << SAMPI_ALGO_HIER);
+    struct sampi_autosel s;
+    struct world w = {.rng = 5, .noise = 0.05};
+    w.base[SAMPI_ALGO_NATIVE] = 100e3;
+    w.base[SAMPI_ALGO_RHD] = 130e3;
+    w.base[SAMPI_ALGO_RING] = 120e3;
+    w.base[SAMPI_ALGO_HIER] = 300e3;
+    struct sampi_autosel_input in = input(16 << 20, SAMPI_REGIME_NONE, arms);
+    struct sampi_autosel_decision d;
+    sampi_autosel_init(&s);
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &in, &d);
+    ck_assert(!d.exploring);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    w.base[SAMPI_ALGO_HIER] = 50e3; /* its part found the link */
+    sampi_autosel_arms_changed(&s, 1u << SAMPI_ALGO_HIER);
+    step(&s, &w, &in, &d);
+    ck_assert(d.exploring);
+    int calls = 1, hier = d.algo == SAMPI_ALGO_HIER;
+    while (d.exploring && calls < 100) {
+        step(&s, &w, &in, &d);
+        calls++;
+        hier += d.exploring && d.algo == SAMPI_ALGO_HIER;
+    }
+    ck_assert_int_ge(hier, 1);
+    ck_assert_int_le(calls, 4 * SAMPI_AUTOSEL_FULL_SAMPLES + 1);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_HIER);
+
+    /* while exploring: hier cut, then its part changes again */
+    sampi_autosel_free(&s);
+    sampi_autosel_init(&s);
+    w.base[SAMPI_ALGO_HIER] = 300e3;
+    for (int i = 0; i < 2 * 4; i++) /* two samples each: hier's best is over 1.5x */
+        step(&s, &w, &in, &d);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(16 << 20), SAMPI_REGIME_NONE);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->state, SAMPI_CELL_EXPLORING);
+    ck_assert(!(c->candidates & (1u << SAMPI_ALGO_HIER)));
+    sampi_autosel_arms_changed(&s, 1u << SAMPI_ALGO_HIER);
+    ck_assert(c->candidates & (1u << SAMPI_ALGO_HIER));
+    ck_assert_int_eq(c->arm[SAMPI_ALGO_HIER].n, 0);
+    step(&s, &w, &in, &d);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_HIER);
+    /* a cell that does not allow the arm is left alone */
+    struct sampi_autosel_input flat = input(1 << 10, SAMPI_REGIME_NONE, ARMS3);
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &flat, &d);
+    const struct sampi_autosel_cell *f =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(1 << 10), SAMPI_REGIME_NONE);
+    uint64_t explorations = f->explorations;
+    sampi_autosel_arms_changed(&s, 1u << SAMPI_ALGO_HIER);
+    step(&s, &w, &flat, &d);
+    ck_assert_uint_eq(f->explorations, explorations);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
 START_TEST(drift_explores_again)
 {
     struct sampi_autosel s;
@@ -486,12 +551,13 @@ END_TEST
 
 Suite *sampi_autosel_suite(void)
 {
-    return UNIT_SUITE("autosel",
-                      {.name = "core",
-                       UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
-                                  hopeless_arms_wait_for_a_change, regime_change_explores_again,
-                                  drift_explores_again, same_inputs_same_decisions,
-                                  outliers_do_not_flip_the_choice, one_arm_is_not_explored,
-                                  seeded_cell_starts_converged, buckets_and_periods,
-                                  repeats_are_decided_alike, equal_arms_do_not_trade_places)});
+    return UNIT_SUITE(
+        "autosel",
+        {.name = "core",
+         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
+                    hopeless_arms_wait_for_a_change, regime_change_explores_again,
+                    drift_explores_again, same_inputs_same_decisions,
+                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
+                    seeded_cell_starts_converged, buckets_and_periods, repeats_are_decided_alike,
+                    equal_arms_do_not_trade_places, composed_arm_change_explores_again)});
 }

@@ -36,6 +36,7 @@ int main(void)
         sampi_optcc_suite,
         sampi_stragglar_suite,
         sampi_tracking_suite,
+        sampi_report_suite,
         sampi_selective_proto_suite,
         sampi_selective_suite,
         sampi_optireduce_suite,

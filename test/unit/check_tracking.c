@@ -10,8 +10,10 @@
 #include "stragglar_model.h"
 #include "suites.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Durations of one call on n ranks where rank `late` arrived `gap` ns after
  * everyone else, the call taking `after` ns from its arrival. */
@@ -176,6 +178,33 @@ START_TEST(probe_finds_the_degraded_rank)
     left[3] = -1;
     ck_assert_int_eq(sampi_detect_probe(left, right, 8, &l), -1);
     ck_assert_int_eq(sampi_detect_probe(left, right, 2, &l), -1);
+}
+END_TEST
+
+/* The test hook's slowed probe times (sampi_debug_slow_link) are what the
+ * detector finds as rank z's degraded link, and its text is checked. */
+START_TEST(slowed_link_is_found)
+{
+    unsigned seed = 11;
+    double left[16], right[16], l;
+    for (int n = 3; n <= 16; n++)
+        for (int z = 0; z < n; z++) {
+            probe_times(left, right, n, -1, 1, 0.05, &seed);
+            sampi_detect_slow_link(left, right, n, z, 3);
+            ck_assert_int_eq(sampi_detect_probe(left, right, n, &l), z);
+            ck_assert_msg(fabs(l - 3) / 3 < 0.15, "n=%d z=%d est %g", n, z, l);
+        }
+    int rank;
+    long after;
+    char err[256];
+    ck_assert_int_eq(sampi_debug_slow_link_parse("5:4:20", &rank, &l, &after, err, sizeof(err)), 0);
+    ck_assert(rank == 5 && l == 4 && after == 20);
+    const char *bad[] = {"5:4", "5:1:20", "-1:4:2", "5:4:20x", "x", "5:4:-1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(sampi_debug_slow_link_validate(bad[i], err, sizeof(err)), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "sampi_debug_slow_link"));
+    }
+    ck_assert_int_eq(sampi_debug_slow_link_validate("", err, sizeof(err)), 0);
 }
 END_TEST
 
@@ -437,9 +466,9 @@ Suite *sampi_tracking_suite(void)
          UNIT_TESTS(arrival_order_from_durations, persistent_straggler_is_predicted,
                     no_majority_no_prediction, prediction_follows_a_new_straggler,
                     critical_delay_matches_the_model, beta_estimate, probe_finds_the_degraded_rank,
-                    detector_confirms_and_releases, noisy_uniform_network_is_never_flagged,
-                    optcc_model_and_bound, expected_gain_weighs_the_misses,
-                    prediction_has_hysteresis, auto_uses_stragglar_when_it_pays,
-                    auto_never_picks_stragglar_on_three_ranks,
+                    slowed_link_is_found, detector_confirms_and_releases,
+                    noisy_uniform_network_is_never_flagged, optcc_model_and_bound,
+                    expected_gain_weighs_the_misses, prediction_has_hysteresis,
+                    auto_uses_stragglar_when_it_pays, auto_never_picks_stragglar_on_three_ranks,
                     auto_uses_optcc_when_the_model_pays)});
 }

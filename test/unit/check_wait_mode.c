@@ -1,11 +1,16 @@
 /*
  * check_wait_mode.c - the wait mode (src/base/wait_mode.h): auto's decision
  * over every combination of the node's facts, the mode a setting forces,
- * and that only the block mode ever sleeps.
+ * and that only the block mode ever sleeps; and the waiter's silence clock,
+ * which does not count time the process itself did not run.
  */
 #include "config.h"
 #include "suites.h"
+#include "clock.h"
+#include "wait.h"
 #include "wait_mode.h"
+
+#include <errno.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -110,10 +115,58 @@ START_TEST(only_block_sleeps)
 }
 END_TEST
 
+/* A waiter whose peers have been silent for 20 s, with a 2 s stall warning
+ * and a 2 s limit; `last_look_ago_ms`: when this rank last looked. */
+static struct sampi_waiter silent_20s(int64_t last_look_ago_ms)
+{
+    char err[256];
+    ck_assert(sampi_cvar_set(SAMPI_CVAR_STALL_WARN_MS, "2000", err, sizeof(err)) == 0);
+    ck_assert(sampi_cvar_set(SAMPI_CVAR_TIMEOUT_MS, "2000", err, sizeof(err)) == 0);
+    struct sampi_waiter w;
+    sampi_waiter_init(&w, "a test's wait", NULL, NULL, NULL);
+    int64_t now = sampi_now_ns();
+    w.progress_ns = now - 20000 * 1000000LL;
+    w.next_warn_ns = w.progress_ns + w.warn_ns;
+    w.looked_ns = now - last_look_ago_ms * 1000000LL;
+    return w;
+}
+
+static void waiter_defaults(void)
+{
+    char err[256];
+    ck_assert(sampi_cvar_set(SAMPI_CVAR_STALL_WARN_MS, "120000", err, sizeof(err)) == 0);
+    ck_assert(sampi_cvar_set(SAMPI_CVAR_TIMEOUT_MS, "0", err, sizeof(err)) == 0);
+}
+
+/* Stopped for 20 s (the last look was 20 s ago): not the peers' silence, no
+ * warning, no limit; the time is kept as this rank's absence. */
+START_TEST(absence_is_not_silence)
+{
+    struct sampi_waiter w = silent_20s(20000);
+    ck_assert_int_eq(sampi_waiter_idle(&w, NULL), 0);
+    ck_assert_int_eq(w.warnings, 0);
+    ck_assert(w.absent_ns >= 19000 * 1000000LL);
+    waiter_defaults();
+}
+END_TEST
+
+/* Looking all along (the last look 50 ms ago) while the peers were silent
+ * for 20 s: the warning and the limit. */
+START_TEST(silence_while_running_counts)
+{
+    struct sampi_waiter w = silent_20s(50);
+    ck_assert_int_eq(sampi_waiter_idle(&w, NULL), -ETIMEDOUT);
+    ck_assert_int_eq(w.warnings, 1);
+    ck_assert(w.absent_ns == 0);
+    waiter_defaults();
+}
+END_TEST
+
 Suite *sampi_wait_mode_suite(void)
 {
     return UNIT_SUITE(
         "wait_mode",
         {.name = "decide", UNIT_TESTS(decide_every_combination, decide_fits_a_short_buffer)},
-        {.name = "mode", UNIT_TESTS(setting_forces_the_mode, only_block_sleeps)});
+        {.name = "mode", UNIT_TESTS(setting_forces_the_mode, only_block_sleeps)},
+        {.name = "waiter", UNIT_TESTS(absence_is_not_silence, silence_while_running_counts)});
 }

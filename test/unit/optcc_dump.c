@@ -1,6 +1,7 @@
 /*
- * optcc_dump.c - prints the OptCC schedule in the dump format of
- * ../shared/specs/optcc.md section 11, for test/optcc_crosscheck.test:
+ * optcc_dump.c - prints the OptCC schedule in the text format of the OptCC
+ * reference model, for test/optcc_crosscheck.test, which uses what CI
+ * provides beside the checkout (../shared/specs), where present:
  *   optcc_dump P DEGRADED L K N [nobubble]
  */
 #include "optcc_schedule.h"

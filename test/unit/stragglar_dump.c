@@ -1,7 +1,9 @@
 /*
  * stragglar_dump.c - prints the StragglAR schedule for N ranks and straggler
- * S in the text format of ../shared/specs/stragglar_check.py, so that the
- * cross-check test can feed the builder's output to the independent checker.
+ * S in the text format of the StragglAR reference checker, so that
+ * test/stragglar_crosscheck.test can feed the builder's output to what CI
+ * provides beside the checkout (../shared/specs/stragglar_check.py), where
+ * present.
  *
  * usage: stragglar_dump N STRAGGLER
  */

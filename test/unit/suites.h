@@ -53,6 +53,7 @@ Suite *sampi_mpit_suite(void);
 Suite *sampi_optcc_suite(void);
 Suite *sampi_stragglar_suite(void);
 Suite *sampi_tracking_suite(void);
+Suite *sampi_report_suite(void);
 Suite *sampi_selective_proto_suite(void);
 Suite *sampi_selective_suite(void);
 Suite *sampi_optireduce_suite(void);
