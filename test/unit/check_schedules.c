@@ -127,6 +127,29 @@ START_TEST(hier_all_layouts)
 }
 END_TEST
 
+/* Large layouts, up to 64 nodes x 8 ranks and 2 nodes x 256 (the node
+ * maps hier decides from): exact, one place per element, the same volume
+ * bound. */
+START_TEST(hier_large_layouts)
+{
+    static const int layouts[][2] = {{64, 8}, {32, 16}, {2, 256}, {128, 2}, {16, 32}, {3, 128}};
+    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+        const int h = layouts[l][0], p = h * layouts[l][1];
+        hier_k = layouts[l][1];
+        const size_t counts[] = {1, (size_t)p - 1, 2 * (size_t)p + 3};
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+            struct symsim_result res;
+            symsim_run(hier_builder, sampi_hier_flat_rounds(p, hier_k), p, counts[i], &res);
+            ck_assert_msg(res.ok, "%d nodes x %d count=%zu: %s", h, hier_k, counts[i], res.error);
+            size_t node_block = (counts[i] + (size_t)hier_k - 1) / (size_t)hier_k;
+            size_t shard_block = (node_block + (size_t)h - 1) / (size_t)h;
+            ck_assert_uint_le(res.max_sent_elems, 2 * (size_t)(hier_k - 1) * node_block +
+                                                      2 * (size_t)(h - 1) * shard_block);
+        }
+    }
+}
+END_TEST
+
 START_TEST(hier_shards_tile_the_vector)
 {
     /* the k shards are the k blocks, one per local rank */
@@ -161,5 +184,6 @@ Suite *sampi_schedules_suite(void)
          .timeout = 120,
          UNIT_LOOPS({ring_all_sizes, 2, 65}, {rhd_all_sizes, 2, 65}, {hier_all_layouts, 2, 65}),
          UNIT_TESTS(rhd_power_of_two_volume, round_counts, builders_reject_bad_input,
-                    block_ranges_tile_the_vector, hier_shards_tile_the_vector)});
+                    block_ranges_tile_the_vector, hier_shards_tile_the_vector,
+                    hier_large_layouts)});
 }

@@ -9,10 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define WORDS (SYMSIM_MAX_P / 64)
+
 struct elem {
-    uint64_t ranks;  /* whose inputs the value contains */
-    uint32_t origin; /* where it was last computed: 1 + rank * 65536 + round, or 0 (input) */
+    uint64_t ranks[WORDS]; /* whose inputs the value contains, a bit per rank */
+    uint32_t origin;       /* where it was last computed: 1 + rank * 65536 + round, or 0 (input) */
 };
+
+static int shares_a_rank(const struct elem *a, const struct elem *b)
+{
+    for (int w = 0; w < WORDS; w++)
+        if (a->ranks[w] & b->ranks[w])
+            return 1;
+    return 0;
+}
+
+/* How many ranks' inputs e holds. */
+static int ranks_in(const struct elem *e)
+{
+    int n = 0;
+    for (int w = 0; w < WORDS; w++)
+        n += __builtin_popcountll(e->ranks[w]);
+    return n;
+}
 
 static void fail(struct symsim_result *res, const char *fmt, ...)
 {
@@ -35,6 +54,10 @@ void symsim_run(symsim_builder build, int max_rounds, int p, size_t count,
 {
     memset(res, 0, sizeof(*res));
     res->ok = 1;
+    if (p < 1 || p > SYMSIM_MAX_P) {
+        fail(res, "p = %d is outside 1..%d", p, SYMSIM_MAX_P);
+        return;
+    }
     struct sampi_round *rounds = calloc((size_t)p * (size_t)max_rounds, sizeof(*rounds));
     struct elem *vec = calloc((size_t)p * (count ? count : 1), sizeof(*vec));
     struct elem *msg = calloc((size_t)p * (count ? count : 1), sizeof(*msg));
@@ -56,7 +79,7 @@ void symsim_run(symsim_builder build, int max_rounds, int p, size_t count,
         }
         n = nr;
         for (size_t i = 0; i < count; i++)
-            vec[(size_t)r * count + i] = (struct elem){1ULL << r, 0};
+            vec[(size_t)r * count + i].ranks[r / 64] = 1ULL << (r % 64); /* calloc'd */
     }
     res->nrounds = n;
 #define FAIL(...)                                                                                  \
@@ -119,21 +142,21 @@ void symsim_run(symsim_builder build, int max_rounds, int p, size_t count,
                     dst[i] = in[i];
                     continue;
                 }
-                if (dst[i].ranks & in[i].ranks)
+                if (shares_a_rank(&dst[i], &in[i]))
                     FAIL("round %d rank %d reduces rank inputs twice at element %zu", k, r,
                          rd->recv.offset + i);
-                dst[i].ranks |= in[i].ranks;
+                for (int w = 0; w < WORDS; w++)
+                    dst[i].ranks[w] |= in[i].ranks[w];
                 dst[i].origin = 1u + (uint32_t)at * 65536u + (uint32_t)k;
             }
         }
     }
-    uint64_t all = p == 64 ? ~0ULL : (1ULL << p) - 1;
     for (size_t i = 0; i < count && res->ok; i++)
         for (int r = 0; r < p; r++) {
             const struct elem *e = &vec[(size_t)r * count + i];
-            if (e->ranks != all)
-                FAIL("rank %d element %zu holds inputs %#llx, not all %d ranks", r, i,
-                     (unsigned long long)e->ranks, p);
+            if (ranks_in(e) != p) /* each bit only once: no rank is counted twice */
+                FAIL("rank %d element %zu holds the inputs of %d ranks, not all %d", r, i,
+                     ranks_in(e), p);
             if (e->origin != vec[i].origin)
                 FAIL("element %zu computed at different places on ranks 0 and %d", i, r);
         }

@@ -2,7 +2,7 @@
  * symsim.h - a symbolic simulator for schedules (coll_algos/schedule.h).
  *
  * Every element of every rank's vector is tracked as the set of ranks whose
- * input it holds (a bit mask, so p <= 64) and the place where its current
+ * input it holds (a bit set, p <= SYMSIM_MAX_P) and the place where its current
  * value was computed.  Running all ranks' rounds in lockstep it checks that
  * sends and receives pair up, that a round never receives over what it sends,
  * that no reduction counts a rank twice, and at the end that every rank holds
@@ -15,6 +15,8 @@
 #include "schedule.h"
 
 #include <stddef.h>
+
+#define SYMSIM_MAX_P 512 /* 64 nodes of 8 ranks, 2 of 256 */
 
 typedef int (*symsim_builder)(int p, int rank, size_t count, struct sampi_round *rounds,
                               int max_rounds);
