@@ -47,6 +47,29 @@ static int step(struct sampi_autosel *s, struct world *w, const struct sampi_aut
     return d->algo;
 }
 
+/* Native, rhd and ring at these costs (ns), 5% noise. */
+static struct world flat_world(uint64_t rng, double native, double rhd, double ring)
+{
+    struct world w = {.rng = rng, .noise = 0.05};
+    w.base[SAMPI_ALGO_NATIVE] = native;
+    w.base[SAMPI_ALGO_RHD] = rhd;
+    w.base[SAMPI_ALGO_RING] = ring;
+    return w;
+}
+
+/* A fresh selector, 40 calls of `in` into it: converged on native in the
+ * worlds below, where native is the cheapest flat arm. */
+static void converge_on_native(struct sampi_autosel *s, struct world *w,
+                               const struct sampi_autosel_input *in,
+                               struct sampi_autosel_decision *d)
+{
+    sampi_autosel_init(s);
+    for (int i = 0; i < 40; i++)
+        step(s, w, in, d);
+    ck_assert(!d->exploring);
+    ck_assert_int_eq(d->algo, SAMPI_ALGO_NATIVE);
+}
+
 static struct sampi_autosel_input input(size_t bytes, enum sampi_regime r, uint32_t allowed)
 {
     return (struct sampi_autosel_input){
@@ -181,10 +204,7 @@ END_TEST
 START_TEST(regime_change_explores_again)
 {
     struct sampi_autosel s;
-    struct world w = {.rng = 3, .noise = 0.05};
-    w.base[SAMPI_ALGO_NATIVE] = 100e3;
-    w.base[SAMPI_ALGO_RHD] = 120e3;
-    w.base[SAMPI_ALGO_RING] = 110e3;
+    struct world w = flat_world(3, 100e3, 120e3, 110e3);
     w.base[SAMPI_ALGO_STRAGGLAR] = 60e3;
     struct sampi_autosel_input none = input(4 << 20, SAMPI_REGIME_NONE, ARMS3);
     struct sampi_autosel_input late =
@@ -219,18 +239,11 @@ START_TEST(composed_arm_change_explores_again)
 {
     const uint32_t arms = ARMS3 | (1u << SAMPI_ALGO_HIER);
     struct sampi_autosel s;
-    struct world w = {.rng = 5, .noise = 0.05};
-    w.base[SAMPI_ALGO_NATIVE] = 100e3;
-    w.base[SAMPI_ALGO_RHD] = 130e3;
-    w.base[SAMPI_ALGO_RING] = 120e3;
+    struct world w = flat_world(5, 100e3, 130e3, 120e3);
     w.base[SAMPI_ALGO_HIER] = 300e3;
     struct sampi_autosel_input in = input(16 << 20, SAMPI_REGIME_NONE, arms);
     struct sampi_autosel_decision d;
-    sampi_autosel_init(&s);
-    for (int i = 0; i < 40; i++)
-        step(&s, &w, &in, &d);
-    ck_assert(!d.exploring);
-    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    converge_on_native(&s, &w, &in, &d);
     w.base[SAMPI_ALGO_HIER] = 50e3; /* its part found the link */
     sampi_autosel_arms_changed(&s, 1u << SAMPI_ALGO_HIER);
     step(&s, &w, &in, &d);
@@ -278,17 +291,10 @@ END_TEST
 START_TEST(drift_explores_again)
 {
     struct sampi_autosel s;
-    struct world w = {.rng = 5, .noise = 0.05};
-    w.base[SAMPI_ALGO_NATIVE] = 100e3;
-    w.base[SAMPI_ALGO_RHD] = 130e3;
-    w.base[SAMPI_ALGO_RING] = 140e3;
+    struct world w = flat_world(5, 100e3, 130e3, 140e3);
     struct sampi_autosel_input in = input(8 << 20, SAMPI_REGIME_NONE, ARMS3);
     struct sampi_autosel_decision d;
-    sampi_autosel_init(&s);
-    for (int i = 0; i < 40; i++)
-        step(&s, &w, &in, &d);
-    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
-    ck_assert(!d.exploring);
+    converge_on_native(&s, &w, &in, &d);
     /* native gets 3x slower (a debugging delay, another job on the host) */
     w.base[SAMPI_ALGO_NATIVE] = 300e3;
     int explored_after = -1;

@@ -106,46 +106,42 @@ static int hier_builder(int p, int rank, size_t count, struct sampi_round *round
     return sampi_hier_flat_schedule(p, hier_k, rank, count, rounds, max_rounds);
 }
 
+/* One layout of h nodes of k ranks at `count`: exact, one place per element,
+ * a rank's traffic within the bound above. */
+static void check_hier_layout(int h, int k, size_t count)
+{
+    const int p = h * k;
+    struct symsim_result res;
+    hier_k = k;
+    symsim_run(hier_builder, sampi_hier_flat_rounds(p, k), p, count, &res);
+    ck_assert_msg(res.ok, "%d nodes x %d, count=%zu: %s", h, k, count, res.error);
+    size_t node_block = (count + (size_t)k - 1) / (size_t)k;
+    size_t shard_block = (node_block + (size_t)h - 1) / (size_t)h;
+    ck_assert_uint_le(res.max_sent_elems,
+                      2 * (size_t)(k - 1) * node_block + 2 * (size_t)(h - 1) * shard_block);
+}
+
 START_TEST(hier_all_layouts)
 {
     const int p = _i;
-    for (hier_k = 1; hier_k <= p; hier_k++) {
-        if (p % hier_k)
+    for (int k = 1; k <= p; k++) {
+        if (p % k)
             continue;
-        const int h = p / hier_k;
         const size_t counts[] = {0, 1, 2, (size_t)p - 1, (size_t)p, 3 * (size_t)p + 2, 1000};
-        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-            struct symsim_result res;
-            symsim_run(hier_builder, sampi_hier_flat_rounds(p, hier_k), p, counts[i], &res);
-            ck_assert_msg(res.ok, "p=%d k=%d count=%zu: %s", p, hier_k, counts[i], res.error);
-            size_t node_block = (counts[i] + (size_t)hier_k - 1) / (size_t)hier_k;
-            size_t shard_block = (node_block + (size_t)h - 1) / (size_t)h;
-            ck_assert_uint_le(res.max_sent_elems, 2 * (size_t)(hier_k - 1) * node_block +
-                                                      2 * (size_t)(h - 1) * shard_block);
-        }
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+            check_hier_layout(p / k, k, counts[i]);
     }
 }
 END_TEST
 
-/* Large layouts, up to 64 nodes x 8 ranks and 2 nodes x 256 (the node
- * maps hier decides from): exact, one place per element, the same volume
- * bound. */
 START_TEST(hier_large_layouts)
 {
     static const int layouts[][2] = {{64, 8}, {32, 16}, {2, 256}, {128, 2}, {16, 32}, {3, 128}};
     for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
-        const int h = layouts[l][0], p = h * layouts[l][1];
-        hier_k = layouts[l][1];
-        const size_t counts[] = {1, (size_t)p - 1, 2 * (size_t)p + 3};
-        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-            struct symsim_result res;
-            symsim_run(hier_builder, sampi_hier_flat_rounds(p, hier_k), p, counts[i], &res);
-            ck_assert_msg(res.ok, "%d nodes x %d count=%zu: %s", h, hier_k, counts[i], res.error);
-            size_t node_block = (counts[i] + (size_t)hier_k - 1) / (size_t)hier_k;
-            size_t shard_block = (node_block + (size_t)h - 1) / (size_t)h;
-            ck_assert_uint_le(res.max_sent_elems, 2 * (size_t)(hier_k - 1) * node_block +
-                                                      2 * (size_t)(h - 1) * shard_block);
-        }
+        const int h = layouts[l][0], k = layouts[l][1];
+        const size_t counts[] = {1, (size_t)(h * k) - 1, 2 * (size_t)(h * k) + 3};
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+            check_hier_layout(h, k, counts[i]);
     }
 }
 END_TEST
