@@ -5,7 +5,8 @@
  * Pure code (no MPI, no clocks, no I/O), as predict.h and detect.h: the
  * dispatcher asks it for each call, and feeds it back, after a measured call,
  * the call's cost as every rank knows it from the tracking exchange (the time
- * from the last arrival to completion: the shortest stay in the call).  Every
+ * from the last arrival to completion on every rank: the shortest stay in
+ * the call, stamped once every rank has left the algorithm, tracker.h).  Every
  * rank calls it with the same inputs in the same order, so every rank takes
  * the same decisions (docs/design.md, 'Decisions are agreed'): exploration follows the cell's call
  * count, never a local random draw.

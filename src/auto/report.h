@@ -13,8 +13,9 @@
  * What the figures are, from the durations (a rank's time from entering the
  * call to leaving it, by its own clock; the last to arrive has the shortest):
  *   - lateness of rank i in a call: the median duration minus dur[i], how
- *     long after the median rank it arrived (exit times differ by a little,
- *     which is in it);  "late in a call": lateness >= SAMPI_REPORT_LATE_NS;
+ *     long after the median rank it arrived (durations end when every rank
+ *     has left the algorithm, tracker.h: exit times differ by one small
+ *     exchange's latency, which is in it);  "late in a call": lateness >= SAMPI_REPORT_LATE_NS;
  *   - last in a call: the tracker's rule (predict.h): the shortest duration,
  *     when the gap to the second shortest is at least SAMPI_LATE_THRESHOLD_NS;
  *   - time waited: dur[i] - min(dur), the time rank i spent in the call

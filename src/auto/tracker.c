@@ -1,8 +1,9 @@
 /*
  * tracker.c - per-communicator arrival and link tracking (tracker.h).
  *
- * Cost: one allgather of a double per rank after each tracked call (tens of
- * microseconds against the milliseconds a tracked call takes), plus, every
+ * Cost: a barrier and an allgather of two doubles per rank after each
+ * tracked call (tens of microseconds against the milliseconds a tracked call
+ * takes), plus, every
  * sampi_optcc_probe_period calls, a probe moving 2 sampi_optcc_probe_bytes
  * per rank and an allgather of two doubles.
  */
@@ -400,6 +401,20 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
 {
     *cost_ns = -1;
     struct sampi_tracker *t = c->tracker;
+    struct sampi_waiter w;
+    sampi_comm_waiter(c, &w, "the tracking exchange");
+    /* The stay is stamped when every rank has left the algorithm (the
+     * exchange below waits for all of them anyway, so the program waits no
+     * longer): the shortest stay is then the call's time from the last
+     * arrival to its completion on every rank, and the stays differ by the
+     * arrival gaps alone.  Stamped when each rank left, an algorithm whose
+     * ranks finish apart looked cheaper than it is: rhd at 2 MiB with rank
+     * 7's link at l = 2 (8 ranks, testbed) measured 102 ms by its quickest
+     * rank against ring's 106, where the last rank finished at 170 (ring
+     * 148), and auto kept rhd. */
+    int rc = sampi_waiter_barrier(&w, c->ctl);
+    if (rc)
+        return rc;
     double mine[2] = {t ? (double)(sampi_now_ns() - t->entry_ns) : -1,
                       (double)atomic_load_explicit(&c->parts_changes, memory_order_relaxed)};
     /* Without a tracker (out of memory) this rank still takes part, into a
@@ -408,9 +423,7 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
     double *all = t ? t->exch : c->size <= SPARE_RANKS ? spare : NULL;
     if (!all)
         return -ENOMEM;
-    struct sampi_waiter w;
-    sampi_comm_waiter(c, &w, "the tracking exchange");
-    int rc = sampi_waiter_allgather(&w, mine, 2, MPI_DOUBLE, all, c->ctl);
+    rc = sampi_waiter_allgather(&w, mine, 2, MPI_DOUBLE, all, c->ctl);
     if (rc)
         return rc;
     double parts = 0;

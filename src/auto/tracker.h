@@ -64,8 +64,9 @@ int sampi_tracker_wanted(const struct sampi_comm *c, size_t bytes);
  * Call after any injected delay. */
 void sampi_tracker_begin(struct sampi_comm *c);
 
-/* After a tracked call ran `algo` successfully: exchange the durations (the
- * one exchange of a measured call), update the predictions and the arrival
+/* After a tracked call ran `algo` successfully: wait until every rank has
+ * left the algorithm (a barrier), stamp this rank's duration, exchange the
+ * durations (the one exchange of a measured call), update the predictions and the arrival
  * counters, maybe probe.  *cost_ns: what the call cost, from the last
  * arrival to the end (agreed on every rank), -1 when unknown; the caller
  * hands it to auto (auto.h).  Collective.  0, or a negative errno when an
