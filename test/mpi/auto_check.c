@@ -10,6 +10,18 @@
  *          400 calls auto must be back on X (its last 10 calls run X);
  *       every call's result is exact, and every rank runs the same algorithm
  *       at every call.  Counted in calls, not seconds.
+ *   auto_check uneven     as learn's first two steps, with native slowed on
+ *       every rank from the start (SAMPI_DEBUG_ALGO_DELAY=native:DELAY_MS,
+ *       which auto.test sets) so that auto converges on ring or rhd (X), and
+ *       X then slowed on the last rank only: the other ranks leave X's
+ *       calls at once, the last DELAY_MS later, while the other of ring and
+ *       rhd is DELAY_MS / 10 slower on every rank.  A barrier (Open MPI's)
+ *       after every call lets all ranks enter the next together, so that
+ *       only the call's own end is uneven.  A call is done when its last
+ *       rank is, so within 120 calls auto must stop running X (its last 10
+ *       calls run something else).  Before tracked calls were stamped
+ *       when every rank had left the algorithm, auto's cost of a call was
+ *       the stay of its quickest rank, and it kept X.
  *   auto_check tuning PHASE   with SAMPI_TUNING_FILE set (auto.test passes
  *       it): 41 calls of 2 MiB and 41 of 64 KiB; prints, on rank 0, the
  *       algorithm the first call of each size ran ("auto_check: first BYTES
@@ -93,6 +105,9 @@ static const char *call(int count, int k)
     return ran;
 }
 
+/* uneven: a barrier after every call */
+static int realign;
+
 /* Run up to `limit` calls; return how many it took until the last `streak`
  * calls all satisfied want(ran) (== want_algo, or != when `avoid`), or -1. */
 static int until(int limit, int streak, const char *algo, int avoid, int *k)
@@ -100,6 +115,8 @@ static int until(int limit, int streak, const char *algo, int avoid, int *k)
     int run = 0;
     for (int i = 0; i < limit; i++) {
         const char *ran = call(COUNT, (*k)++);
+        if (realign)
+            PMPI_Barrier(MPI_COMM_WORLD);
         int ok = (strcmp(ran, algo) == 0) != avoid;
         run = ok ? run + 1 : 0;
         if (run == streak)
@@ -156,6 +173,43 @@ static void learn(void)
         read_pvar_ull("sampi_comm_auto_explorations", MPI_T_PVAR_CLASS_COUNTER, MPI_COMM_WORLD);
     if (explorations < 3 || explorations == ~0ull)
         mt_fail(&st, "sampi_comm_auto_explorations reads %llu, want 3 or more", explorations);
+}
+
+static void uneven(void)
+{
+    int k = 0;
+    realign = 1;
+    /* X: what auto runs 10 calls in a row (a re-check's calls between) */
+    char x[32] = "none";
+    for (int i = 0, streak = 0; i < 200 && streak < 10; i++) {
+        const char *ran = call(COUNT, k++);
+        PMPI_Barrier(MPI_COMM_WORLD);
+        streak = strcmp(ran, x) == 0 ? streak + 1 : 1;
+        snprintf(x, sizeof(x), "%s", ran);
+    }
+    if (strcmp(x, "ring") != 0 && strcmp(x, "rhd") != 0)
+        mt_fail(&st, "auto converged on '%s' with native %d ms slower, not on ring or rhd", x,
+                DELAY_MS);
+    /* the other arm Y costs DELAY_MS / 10 more on every rank, X DELAY_MS
+     * more on the last rank alone (a LOCAL variable, written per rank):
+     * judged by its quickest rank X would still look the cheaper */
+    const char *y = strcmp(x, "ring") == 0 ? "rhd" : "ring";
+    char knob[96];
+    int n = snprintf(knob, sizeof(knob), "native:%d,%s:%d", DELAY_MS, y, DELAY_MS / 10);
+    if (rank == size - 1)
+        snprintf(knob + n, sizeof(knob) - (size_t)n, ",%s:%d", x, DELAY_MS);
+    if (set_text_cvar("sampi_debug_algo_delay", knob) != MPI_SUCCESS)
+        mt_fail(&st, "cannot write sampi_debug_algo_delay");
+    int avoided = until(120, 10, x, 1, &k);
+    if (avoided < 0)
+        mt_fail(&st,
+                "with %s %d ms slower on rank %d alone, auto still ran it among its last 10 "
+                "of 120 calls",
+                x, DELAY_MS, size - 1);
+    else if (rank == 0)
+        printf("auto_check: converged on %s; avoided it %d calls after rank %d's calls of it "
+               "were slowed\n",
+               x, avoided, size - 1);
 }
 
 static void tuning(const char *phase)
@@ -290,12 +344,14 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "learn";
     if (strcmp(mode, "learn") == 0)
         learn();
+    else if (strcmp(mode, "uneven") == 0)
+        uneven();
     else if (strcmp(mode, "lane") == 0)
         lane();
     else if (strcmp(mode, "tuning") == 0 && argc > 2)
         tuning(argv[2]);
     else
-        mt_fail(&st, "usage: auto_check learn | lane | tuning fresh|seeded");
+        mt_fail(&st, "usage: auto_check learn | uneven | lane | tuning fresh|seeded");
     char name[64];
     snprintf(name, sizeof(name), "auto_check %s np=%d", mode, size);
     int ok = mt_verdict(&st, name, !st.local_bad);
