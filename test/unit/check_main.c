@@ -7,13 +7,21 @@
 
 #include <stdlib.h>
 
+/* Check's own default is 4 s a test case, and a verdict must not depend on
+ * how busy the machine is: with both cores loaded beside CI's run, autosel's
+ * 200,000 decisions of repeats_are_decided_alike took longer than 4 s and
+ * failed.  Every case gets at least this, far above any stall (the cases
+ * that set 60 or 120 s did so to lift Check's 4 s for work that takes
+ * seconds on an idle machine). */
+enum { UNIT_DEFAULT_TIMEOUT_S = 300 };
+
 Suite *unit_suite(const char *name, const struct unit_tcase *tcases)
 {
     Suite *s = suite_create(name);
     for (const struct unit_tcase *c = tcases; c->name; c++) {
         TCase *tc = tcase_create(c->name);
-        if (c->timeout > 0)
-            tcase_set_timeout(tc, c->timeout);
+        tcase_set_timeout(tc, c->timeout > UNIT_DEFAULT_TIMEOUT_S ? c->timeout
+                                                                  : UNIT_DEFAULT_TIMEOUT_S);
         if (c->setup || c->teardown)
             tcase_add_checked_fixture(tc, c->setup, c->teardown);
         for (const struct unit_loop *l = c->loops; l && l->test; l++)

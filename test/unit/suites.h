@@ -14,7 +14,7 @@ struct unit_loop {
 };
 
 /* One Check test case: its loop tests, then its tests, in order (each list
- * ends with a NULL test); a timeout in seconds (0: Check's default); an
+ * ends with a NULL test); a timeout in seconds (at least 300 s: check_main.c); an
  * optional checked fixture, run around each test in its own process. */
 struct unit_tcase {
     const char *name;
