@@ -58,6 +58,7 @@ int main(void)
         sampi_own_ranges_suite,
         sampi_p2p_suite,
         sampi_lane_suite,
+        sampi_executor_suite,
     };
     SRunner *sr = srunner_create(suites[0]());
     for (size_t i = 1; i < sizeof(suites) / sizeof(suites[0]); i++)

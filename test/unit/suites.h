@@ -67,5 +67,6 @@ Suite *sampi_wait_mode_suite(void);
 Suite *sampi_progress_mode_suite(void);
 Suite *sampi_own_ranges_suite(void);
 Suite *sampi_p2p_suite(void);
+Suite *sampi_executor_suite(void);
 
 #endif
