@@ -388,6 +388,18 @@ static void case_persistent(MPI_Comm comm, int starts)
 /* MPI_Comm_free with calls pending: they complete, as MPI says. */
 static void case_free_pending(void)
 {
+    if (read_mode() != 1) {
+        /* Open MPI 4.1's libnbc keeps the communicator without a reference
+         * of its own (handle->comm, no OBJ_RETAIN): between two rounds of
+         * its schedule nothing holds the freed communicator, and the next
+         * round's send reads a destroyed one (seen once in 30 runs under
+         * the sanitizers, a SEGV in mca_pml_ob1_isend).  Not SAMPI's case:
+         * with calls, these are Open MPI's own requests. */
+        if (rank == 0)
+            printf("iallreduce_check: free with calls pending: not run with calls "
+                   "(Open MPI 4.1's libnbc does not hold the communicator)\n");
+        return;
+    }
     MPI_Comm comm = fresh_comm("ring");
     MPI_Request reqs[4];
     struct pending p[4];
