@@ -2,7 +2,8 @@
  * auto_check.c - `auto` decides by measurement, run by auto.test.
  *
  *   auto_check learn      on MPI_COMM_WORLD, 2 MiB float sums:
- *       1. auto converges on some algorithm X (whatever this machine says);
+ *       1. auto converges on some algorithm X (whatever this machine says:
+ *          what it runs 10 calls in a row);
  *       2. sampi_debug_algo_delay makes X's calls DELAY_MS slower on every rank
  *          (written through MPI_T): within 120 calls auto must stop running
  *          X (its last 10 calls run something else);
@@ -125,6 +126,21 @@ static int until(int limit, int streak, const char *algo, int avoid, int *k)
     return -1;
 }
 
+/* X: what auto runs 10 calls in a row, within 200 calls (a re-check's or
+ * an exploration's call may come between; the last call alone could be
+ * one of them). */
+static void converge(char *x, size_t n, int *k)
+{
+    snprintf(x, n, "none");
+    for (int i = 0, streak = 0; i < 200 && streak < 10; i++) {
+        const char *ran = call(COUNT, (*k)++);
+        if (realign)
+            PMPI_Barrier(MPI_COMM_WORLD);
+        streak = strcmp(ran, x) == 0 ? streak + 1 : 1;
+        snprintf(x, n, "%s", ran);
+    }
+}
+
 /* Far above what a busy machine adds to a 2 MiB call (a descheduled rank
  * costs tens of ms with both cores loaded), so that which arm is slower
  * never depends on the load; the verdicts count calls. */
@@ -133,11 +149,8 @@ static int until(int limit, int streak, const char *algo, int avoid, int *k)
 static void learn(void)
 {
     int k = 0;
-    const char *ran = "none";
-    for (int i = 0; i < 60; i++)
-        ran = call(COUNT, k++);
     char x[32];
-    snprintf(x, sizeof(x), "%s", ran);
+    converge(x, sizeof(x), &k);
     if (strcmp(x, "native") != 0 && strcmp(x, "ring") != 0 && strcmp(x, "rhd") != 0)
         mt_fail(&st, "auto converged on '%s', not an exact algorithm of this size", x);
 
@@ -179,14 +192,8 @@ static void uneven(void)
 {
     int k = 0;
     realign = 1;
-    /* X: what auto runs 10 calls in a row (a re-check's calls between) */
-    char x[32] = "none";
-    for (int i = 0, streak = 0; i < 200 && streak < 10; i++) {
-        const char *ran = call(COUNT, k++);
-        PMPI_Barrier(MPI_COMM_WORLD);
-        streak = strcmp(ran, x) == 0 ? streak + 1 : 1;
-        snprintf(x, sizeof(x), "%s", ran);
-    }
+    char x[32];
+    converge(x, sizeof(x), &k);
     if (strcmp(x, "ring") != 0 && strcmp(x, "rhd") != 0)
         mt_fail(&st, "auto converged on '%s' with native %d ms slower, not on ring or rhd", x,
                 DELAY_MS);
