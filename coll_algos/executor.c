@@ -85,11 +85,13 @@
  * limit, a revocation it saw) leaves the buffers as safe as a failed
  * blocking call does.
  *
- * Not yet for several calls at once: the scratch of reducing rounds is the
- * communicator's one buffer (host->scratch), and the mpi netdev tells calls
- * apart by the two low bits of their sequence number (mpi.c), so a caller
- * that keeps calls in flight on one communicator must give each its own
- * scratch and keep fewer than four in flight.
+ * Several calls at once on one communicator: the scratch of reducing rounds
+ * is by default the communicator's one buffer (host->scratch), which a call
+ * in flight beside others must not share; sampi_exec_start_own gives the
+ * call a scratch of its own.  Their tags differ by the call's sequence
+ * number, of which the mpi netdev keeps the four low bits (mpi.c): up to 16
+ * consecutive calls can be in flight there.  check_executor.c drives four
+ * calls per rank at once, tested in different orders on different ranks.
  */
 #include "executor.h"
 #include "clock.h"
@@ -450,8 +452,8 @@ static int step(struct sampi_exec *x, int64_t deadline_ns, int *done)
     return rc;
 }
 
-int sampi_exec_start(struct sampi_exec *x, const struct sampi_coll_args *a,
-                     const struct sampi_round *rounds, int nrounds, uint64_t seq)
+static int start(struct sampi_exec *x, const struct sampi_coll_args *a,
+                 const struct sampi_round *rounds, int nrounds, uint64_t seq, int own_scratch)
 {
     const struct sampi_coll_ctx *c = a->ctx;
     const size_t ext = a->dt.extent;
@@ -478,11 +480,28 @@ int sampi_exec_start(struct sampi_exec *x, const struct sampi_coll_args *a,
     if (ceil_div(longest ? longest : 1, x->seg) > MAX_SEGMENTS_PER_ROUND)
         x->seg = ceil_div(longest, MAX_SEGMENTS_PER_ROUND); /* see netdev.h */
 
-    x->scratch = scratch_elems ? c->host->scratch(c->owner, scratch_elems * ext) : NULL;
+    if (!scratch_elems)
+        x->scratch = NULL;
+    else if (own_scratch)
+        x->scratch = x->own_scratch = malloc(scratch_elems * ext);
+    else
+        x->scratch = c->host->scratch(c->owner, scratch_elems * ext);
     if (scratch_elems && !x->scratch)
         return fail(x, -ENOMEM); /* nothing posted */
     c->host->waiter(c->owner, &x->w, "the data exchange");
     return next_round(x);
+}
+
+int sampi_exec_start(struct sampi_exec *x, const struct sampi_coll_args *a,
+                     const struct sampi_round *rounds, int nrounds, uint64_t seq)
+{
+    return start(x, a, rounds, nrounds, seq, 0);
+}
+
+int sampi_exec_start_own(struct sampi_exec *x, const struct sampi_coll_args *a,
+                         const struct sampi_round *rounds, int nrounds, uint64_t seq)
+{
+    return start(x, a, rounds, nrounds, seq, 1);
 }
 
 int sampi_exec_test(struct sampi_exec *x, int *done)
@@ -520,6 +539,7 @@ void sampi_exec_free(struct sampi_exec *x)
     free(x->st.reqs);
     free(x->st.pending);
     free(x->st.reduced);
+    free(x->own_scratch);
     *x = (struct sampi_exec){.phase = SAMPI_EXEC_IDLE};
 }
 

@@ -80,7 +80,8 @@ struct sampi_exec {
     uint64_t seq;  /* in every tag of the call */
     int round;     /* the round posted while RUNNING */
     size_t seg;    /* elements per segment, the same for every round */
-    char *scratch; /* receive buffer of reducing rounds (the host's) */
+    char *scratch; /* receive buffer of reducing rounds (the host's or own) */
+    char *own_scratch; /* the call's own (sampi_exec_start_own), freed with it */
     struct sampi_exec_round st;
     struct sampi_own_ranges own; /* what recvbuf holds of the rank's value */
     /* the call's wait (its silence clocks, its revocation poll): progress
@@ -97,6 +98,14 @@ struct sampi_exec {
  * already settled.  Either way sampi_exec_free must follow. */
 int sampi_exec_start(struct sampi_exec *x, const struct sampi_coll_args *args,
                      const struct sampi_round *rounds, int nrounds, uint64_t seq);
+
+/* The same, with a reduce scratch of the call's own instead of the
+ * communicator's one buffer (freed by sampi_exec_free): for a call in flight
+ * beside others on the same communicator.  Such calls need distinct `seq`
+ * (the mpi netdev tells apart 16 consecutive ones, mpi.c) and must be started
+ * in the same order on every rank, like any collective. */
+int sampi_exec_start_own(struct sampi_exec *x, const struct sampi_coll_args *args,
+                         const struct sampi_round *rounds, int nrounds, uint64_t seq);
 
 /* Make what progress is possible now, never blocking: look at the netdev
  * once for the round's requests (a deadline already passed), reduce or copy

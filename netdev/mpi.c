@@ -7,11 +7,12 @@
  * with SAMPI's own collectives and revocation notices, see src/core/revoke.h)
  * keeps SAMPI's messages from ever matching the application's receives.
  * MPI tags are 31 bits or fewer, so the 64-bit SAMPI tag is folded to its
- * kind (two low bits), the segment, the round, and the two low bits of the
- * call sequence number (mpi_tag).  That is enough: a rank can be at most one
- * call ahead of another on the same communicator (an allreduce cannot finish
- * anywhere before every rank has entered it).  The kind keeps data, probes
- * and notices apart.
+ * kind (two low bits), the segment, the round, and the four low bits of the
+ * call sequence number (mpi_tag).  That is enough: a blocking call is at most
+ * one call ahead of another rank on the same communicator (an allreduce
+ * cannot finish anywhere before every rank has entered it), and a caller
+ * that keeps calls in flight at once (executor.h, sampi_exec_start_own)
+ * keeps fewer than 16.  The kind keeps data, probes and notices apart.
  *
  * No receive is ever matched by a message of another size.  Open MPI 4.1.4
  * does not truncate a longer message into a receive over shared memory: it
@@ -42,15 +43,18 @@ struct mpi_netdev {
 };
 
 /* The MPI tag, low bits first: kind (2), segment (12), round (13), call
- * sequence number (2): 29 bits, within Open MPI's 31.  Every message in
- * flight between two ranks has a tag of its own, which the matching by
- * MPI_Improbe needs (see the top of the file): a rank is at most one call
- * ahead of another on a communicator, a round's segments are fewer than
- * 2^12 (SAMPI_NETDEV_MAX_SEGMENTS), and no schedule has 2^13 rounds in
- * flight at once. */
+ * sequence number (4): 31 bits, Open MPI's ob1 and its MPI_TAG_UB of
+ * 2^31 - 1.  Every message in flight between two ranks has a tag of its own,
+ * which the matching by MPI_Improbe needs (see the top of the file): fewer
+ * than 16 calls are in flight on a communicator, a round's segments are fewer
+ * than 2^12 (SAMPI_NETDEV_MAX_SEGMENTS), and no schedule has 2^13 rounds in
+ * flight at once.  Under a smaller MPI_TAG_UB the sequence number's high
+ * bits go first (it is the top field): with 29 bits, 4 calls apart. */
 #define MPI_SEG_BITS   12
 #define MPI_ROUND_BITS 13
+#define MPI_SEQ_BITS   4
 _Static_assert(SAMPI_NETDEV_MAX_SEGMENTS <= (1 << MPI_SEG_BITS), "a segment index must fit");
+_Static_assert(2 + MPI_SEG_BITS + MPI_ROUND_BITS + MPI_SEQ_BITS <= 31, "an MPI tag has 31 bits");
 
 static int mpi_tag(const struct mpi_netdev *nd, uint64_t tag)
 {
@@ -59,7 +63,11 @@ static int mpi_tag(const struct mpi_netdev *nd, uint64_t tag)
     uint64_t round = (tag >> SAMPI_TAG_SEG_BITS) & ((UINT64_C(1) << MPI_ROUND_BITS) - 1);
     uint64_t seg = tag & ((UINT64_C(1) << MPI_SEG_BITS) - 1);
     uint64_t folded =
-        (((((seq & 3) << MPI_ROUND_BITS) | round) << MPI_SEG_BITS | seg) << 2) | (kind & 3);
+        (((((seq & ((UINT64_C(1) << MPI_SEQ_BITS) - 1)) << MPI_ROUND_BITS) | round)
+              << MPI_SEG_BITS |
+          seg)
+         << 2) |
+        (kind & 3);
     return (int)(folded & ((UINT64_C(1) << nd->tag_bits) - 1));
 }
 
