@@ -371,7 +371,8 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
                                             .regime = regime,
                                             .allowed = allowed,
                                             .prior = prior,
-                                            .unsettled = unsettled}};
+                                            .unsettled = unsettled,
+                                            .exchange_ns = sampi_tracker_exchange_ns(c)}};
     struct sampi_autosel *s = table_of(c);
     if (s)
         follow_composition(c, s);

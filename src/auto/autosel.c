@@ -21,10 +21,12 @@ int sampi_autosel_bucket(size_t bytes)
     return b;
 }
 
-/* What one measured call adds: the tracking exchange, one double per rank
- * through a nonblocking allgather and the waiter, rounded up
- * (docs/notes/2026-11-small-call-costs.md). */
-#define TRACKING_NS 10000.0
+/* The least one measured call is taken to add: the tracking exchange (a
+ * barrier and an allgather of three doubles per rank) at p = 2 on shared
+ * memory, rounded up (docs/notes/2026-11-small-call-costs.md).  Where the
+ * tracker measured more (sampi_tracker_exchange_ns: 1 ms on the testbed's
+ * shaped TCP at 8 ranks), its figure counts. */
+#define MIN_EXCHANGE_NS 10000.0
 /* The share of the calls' time measuring may take once a cell converged. */
 #define MEASURE_BUDGET 0.01
 
@@ -39,7 +41,7 @@ static int period_by_size(size_t bytes)
     return 128;
 }
 
-int sampi_autosel_period(size_t bytes, double cost_ns)
+int sampi_autosel_period(size_t bytes, double cost_ns, double exchange_ns)
 {
     if (!(cost_ns > 0))
         return period_by_size(bytes);
@@ -48,7 +50,8 @@ int sampi_autosel_period(size_t bytes, double cost_ns)
      * calls at least every 8th, since the straggler prediction comes from
      * them. */
     int most = bytes >= ((size_t)1 << 20) ? 8 : bytes >= ((size_t)64 << 10) ? 64 : 2048;
-    double want = TRACKING_NS / (MEASURE_BUDGET * cost_ns);
+    double exchange = exchange_ns > MIN_EXCHANGE_NS ? exchange_ns : MIN_EXCHANGE_NS;
+    double want = exchange / (MEASURE_BUDGET * cost_ns);
     int period = 2;
     while (period < most && period < want)
         period *= 2;
@@ -279,8 +282,9 @@ static struct sampi_autosel_cell *cell_of(struct sampi_autosel *s, int bucket,
 /* A converged cell measures one call in this many. */
 static uint64_t period_of(const struct sampi_autosel_cell *c, const struct sampi_autosel_input *in)
 {
-    return (uint64_t)(in->unsettled ? period_by_size(in->bytes)
-                                    : sampi_autosel_period(in->bytes, c->converged_ns));
+    return (uint64_t)(in->unsettled
+                          ? period_by_size(in->bytes)
+                          : sampi_autosel_period(in->bytes, c->converged_ns, in->exchange_ns));
 }
 
 int sampi_autosel_decide(struct sampi_autosel *s, const struct sampi_autosel_input *in,

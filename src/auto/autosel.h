@@ -107,6 +107,9 @@ struct sampi_autosel_input {
      * straggler regime, or nobody late in one): measure by size, often,
      * until the tracker settles */
     int unsettled;
+    /* what one tracking exchange costs, ns (sampi_tracker_exchange_ns; 0:
+     * not measured yet): a converged cell's measuring period is priced by it */
+    double exchange_ns;
 };
 
 struct sampi_autosel_decision {
@@ -174,11 +177,13 @@ double sampi_arm_median(const struct sampi_arm_costs *a);
 #define SAMPI_AUTOSEL_RECHECK_MAX   8192
 #define SAMPI_AUTOSEL_RETRY_BUDGET  0.02 /* a periodic re-check's loser calls, of the period */
 /* One call in this many is measured in a converged cell of `bytes` whose
- * winner costs cost_ns (agreed on every rank: from the tracked calls): as
+ * winner costs cost_ns, where one tracking exchange costs exchange_ns (both
+ * agreed on every rank: from the tracked calls; taken as at least 10 us): as
  * seldom as keeps the tracking exchange under 1% of the calls' time, a
  * power of two from 2 up to 8 (1 MiB and more: the straggler prediction
  * comes from these calls), 64 (64 KiB and more) or 2048; by size alone
- * (2, 16, 128) while cost_ns is 0. */
-int sampi_autosel_period(size_t bytes, double cost_ns);
+ * (2, 16, 128) while cost_ns is 0.  Example: 256 KiB calls of 10 ms with an
+ * exchange of 1 ms (8 ranks, the testbed): one in 16; with 10 us, one in 2. */
+int sampi_autosel_period(size_t bytes, double cost_ns, double exchange_ns);
 
 #endif

@@ -43,7 +43,7 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     if (!t)
         return NULL;
     t->dur = calloc((size_t)c->size, sizeof(double));
-    t->exch = calloc(2 * (size_t)c->size, sizeof(double));
+    t->exch = calloc(3 * (size_t)c->size, sizeof(double));
     t->probe_times = calloc(4 * (size_t)c->size, sizeof(double));
     if (!t->dur || !t->exch || !t->probe_times) {
         sampi_tracker_free(t);
@@ -412,25 +412,35 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
      * 7's link at l = 2 (8 ranks, testbed) measured 102 ms by its quickest
      * rank against ring's 106, where the last rank finished at 170 (ring
      * 148), and auto kept rhd. */
+    const int64_t exchange_start = sampi_now_ns();
     int rc = sampi_waiter_barrier(&w, c->ctl);
     if (rc)
         return rc;
-    double mine[2] = {t ? (double)(sampi_now_ns() - t->entry_ns) : -1,
-                      (double)atomic_load_explicit(&c->parts_changes, memory_order_relaxed)};
+    double mine[3] = {t ? (double)(sampi_now_ns() - t->entry_ns) : -1,
+                      (double)atomic_load_explicit(&c->parts_changes, memory_order_relaxed),
+                      t ? t->exchange_own_ns : 0};
     /* Without a tracker (out of memory) this rank still takes part, into a
      * per-thread spare buffer, so that the others are not left waiting. */
-    static _Thread_local double spare[2 * SPARE_RANKS];
+    static _Thread_local double spare[3 * SPARE_RANKS];
     double *all = t ? t->exch : c->size <= SPARE_RANKS ? spare : NULL;
     if (!all)
         return -ENOMEM;
-    rc = sampi_waiter_allgather(&w, mine, 2, MPI_DOUBLE, all, c->ctl);
+    rc = sampi_waiter_allgather(&w, mine, 3, MPI_DOUBLE, all, c->ctl);
     if (rc)
         return rc;
-    double parts = 0;
+    double parts = 0, exchange = 0;
     for (int i = 0; i < c->size; i++) {
-        parts += all[2 * i + 1];
+        parts += all[3 * i + 1];
         if (t)
-            t->dur[i] = all[2 * i];
+            t->dur[i] = all[3 * i];
+        const double e = all[3 * i + 2];
+        exchange = e > 0 && (exchange == 0 || e < exchange) ? e : exchange;
+    }
+    if (t) {
+        t->exchange_own_ns = (double)(sampi_now_ns() - exchange_start);
+        if (exchange > 0)
+            t->exchange_ns =
+                t->exchange_ns > 0 ? t->exchange_ns + (exchange - t->exchange_ns) / 8 : exchange;
     }
     c->parts_epoch = (uint64_t)parts;
     if (!t)
@@ -468,6 +478,11 @@ int sampi_tracker_straggler(const struct sampi_comm *c)
     if (m == SAMPI_STRAGGLAR_FIXED || fixed >= 0)
         return fixed >= 0 && fixed < c->size ? (int)fixed : -1;
     return c->tracker ? c->tracker->now.rank : -1;
+}
+
+double sampi_tracker_exchange_ns(const struct sampi_comm *c)
+{
+    return c->tracker ? c->tracker->exchange_ns : 0;
 }
 
 int sampi_tracker_last_late(const struct sampi_comm *c)

@@ -40,7 +40,10 @@ struct sampi_tracker {
     int predicted;               /* the straggler predicted for the current call, -1 none */
     int last_late;               /* the last tracked call had a notably late rank */
     double *dur;                 /* n durations of the last call */
-    double *exch;                /* 2n: the exchange's (duration, parts' changes) per rank */
+    double *exch;                /* 3n: the exchange's (duration, parts' changes, own exchange
+                                  * time of the call before) per rank */
+    double exchange_own_ns;      /* this rank's last exchange, barrier to allgather's end */
+    double exchange_ns;          /* what an exchange costs, agreed (0: none measured yet) */
     double *probe_times;         /* 2n receive times of the last probe, interleaved (left, right)
                                   * per rank, then the same split into n lefts and n rights */
     char *probe_buf;             /* 2 * probe_bytes: one to send, one to receive into */
@@ -92,6 +95,12 @@ uint64_t sampi_tracker_regime_epoch(const struct sampi_comm *c);
 /* Whether the last tracked call on c had a notably late rank (0 before
  * any): agreed on every rank, from the tracking exchange. */
 int sampi_tracker_last_late(const struct sampi_comm *c);
+
+/* What one tracking exchange costs, in ns: a running mean (1/8 per
+ * exchange) of the shortest of the ranks' own times for the exchange before
+ * (the rank that reached the barrier last waited for nobody); agreed on
+ * every rank.  0 before two exchanges were made. */
+double sampi_tracker_exchange_ns(const struct sampi_comm *c);
 
 /* The straggler predicted for the next call, or -1. */
 int sampi_tracker_straggler(const struct sampi_comm *c);

@@ -102,7 +102,7 @@ START_TEST(converges_to_the_cheapest_arm)
     ck_assert_int_eq(c->state, SAMPI_CELL_CONVERGED);
     ck_assert_int_eq(c->choice, SAMPI_ALGO_RHD);
     /* converged: rhd runs, one call in a period measured (8 at 95 us) */
-    int measured = 0, per = sampi_autosel_period(1 << 20, c->converged_ns);
+    int measured = 0, per = sampi_autosel_period(1 << 20, c->converged_ns, 0);
     ck_assert_int_eq(per, 8);
     for (int i = 0; i < 40; i++) {
         ck_assert_int_eq(step(&s, &w, &in, &d), SAMPI_ALGO_RHD);
@@ -438,21 +438,29 @@ START_TEST(buckets_and_periods)
     ck_assert_int_eq(sampi_autosel_bucket(1025), 11);
     ck_assert_int_eq(sampi_autosel_bucket((size_t)1 << 60), SAMPI_AUTOSEL_BUCKETS - 1);
     /* not measured yet: by size */
-    ck_assert_int_eq(sampi_autosel_period(4, 0), 128);
-    ck_assert_int_eq(sampi_autosel_period(64 << 10, 0), 16);
-    ck_assert_int_eq(sampi_autosel_period(1 << 20, 0), 2);
+    ck_assert_int_eq(sampi_autosel_period(4, 0, 0), 128);
+    ck_assert_int_eq(sampi_autosel_period(64 << 10, 0, 0), 16);
+    ck_assert_int_eq(sampi_autosel_period(1 << 20, 0, 0), 2);
     /* converged: the tracking exchange (10 us) under 1% of the calls */
-    ck_assert_int_eq(sampi_autosel_period(8, 500), 2048);
-    ck_assert_int_eq(sampi_autosel_period(64 << 10, 20e3), 64);
-    ck_assert_int_eq(sampi_autosel_period(1 << 20, 150e3), 8);
-    ck_assert_int_eq(sampi_autosel_period(16 << 20, 4e6), 2);
+    ck_assert_int_eq(sampi_autosel_period(8, 500, 0), 2048);
+    ck_assert_int_eq(sampi_autosel_period(64 << 10, 20e3, 0), 64);
+    ck_assert_int_eq(sampi_autosel_period(1 << 20, 150e3, 0), 8);
+    ck_assert_int_eq(sampi_autosel_period(16 << 20, 4e6, 0), 2);
+    /* an exchange measured dearer counts (the testbed's 1 ms at 8 ranks:
+     * 256 KiB calls of 10 ms one in 16, not one in 2); cheaper does not */
+    ck_assert_int_eq(sampi_autosel_period(256 << 10, 10e6, 0), 2);
+    ck_assert_int_eq(sampi_autosel_period(256 << 10, 10e6, 1e6), 16);
+    ck_assert_int_eq(sampi_autosel_period(256 << 10, 10e6, 1e9), 64);
+    ck_assert_int_eq(sampi_autosel_period(16 << 20, 4e6, 1e6), 8);
+    ck_assert_int_eq(sampi_autosel_period(64 << 10, 20e3, 2e3), 64);
+    ck_assert_int_eq(sampi_autosel_period(1 << 20, 150e3, 1e3), 8);
     for (size_t bytes = 1; bytes < ((size_t)1 << 30); bytes *= 4)
         for (double cost = 1; cost < 1e10; cost *= 1.7) {
-            int p = sampi_autosel_period(bytes, cost);
+            int p = sampi_autosel_period(bytes, cost, 0);
             int most = bytes >= (1 << 20) ? 8 : bytes >= (64 << 10) ? 64 : 2048;
             ck_assert(p >= 2 && p <= most && (p & (p - 1)) == 0);
             ck_assert(p == 2 || p == most || 10000.0 / p <= 0.01 * cost);
-            ck_assert(p <= sampi_autosel_period(bytes, cost / 1.7));
+            ck_assert(p <= sampi_autosel_period(bytes, cost / 1.7, 0));
         }
 }
 END_TEST

@@ -630,7 +630,7 @@ START_TEST(collect_then_seed)
     ck_assert_int_eq(t.e[0].algo, SAMPI_ALGO_RHD);
     /* one in sampi_autosel_period measured: 4 more samples */
     int per =
-        sampi_autosel_period(MIB, sampi_autosel_cell(&s2, 20, SAMPI_REGIME_NONE)->converged_ns);
+        sampi_autosel_period(MIB, sampi_autosel_cell(&s2, 20, SAMPI_REGIME_NONE)->converged_ns, 0);
     drive(&s2, MIB, SAMPI_REGIME_NONE, (1u << SAMPI_ALGO_NATIVE) | (1u << SAMPI_ALGO_RHD), cost,
           4 * per);
     sampi_tuning_collect(&t, 4, &s2);
@@ -673,7 +673,7 @@ START_TEST(collect_then_seed)
     ck_assert_uint_eq(u.n, 0);
     /* calls 2..2 periods: every period-th measured */
     drive(&f, MIB, SAMPI_REGIME_NONE, ARMS3, cost,
-          2 * sampi_autosel_period(MIB, c->converged_ns) - 1);
+          2 * sampi_autosel_period(MIB, c->converged_ns, 0) - 1);
     sampi_tuning_collect(&u, 4, &f);
     ck_assert_uint_eq(u.n, 1);
     ck_assert_int_eq(u.e[0].algo, SAMPI_ALGO_NATIVE);
