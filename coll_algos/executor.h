@@ -77,10 +77,10 @@ struct sampi_exec {
     const struct sampi_coll_args *args;
     const struct sampi_round *rounds;
     int nrounds;
-    uint64_t seq;  /* in every tag of the call */
-    int round;     /* the round posted while RUNNING */
-    size_t seg;    /* elements per segment, the same for every round */
-    char *scratch; /* receive buffer of reducing rounds (the host's or own) */
+    uint64_t seq;      /* in every tag of the call */
+    int round;         /* the round posted while RUNNING */
+    size_t seg;        /* elements per segment, the same for every round */
+    char *scratch;     /* receive buffer of reducing rounds (the host's or own) */
     char *own_scratch; /* the call's own (sampi_exec_start_own), freed with it */
     struct sampi_exec_round st;
     struct sampi_own_ranges own; /* what recvbuf holds of the rank's value */

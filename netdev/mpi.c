@@ -59,15 +59,14 @@ _Static_assert(2 + MPI_SEG_BITS + MPI_ROUND_BITS + MPI_SEQ_BITS <= 31, "an MPI t
 static int mpi_tag(const struct mpi_netdev *nd, uint64_t tag)
 {
     uint64_t kind = tag >> SAMPI_TAG_KIND_SHIFT;
-    uint64_t seq = tag >> (SAMPI_TAG_SEG_BITS + SAMPI_TAG_ROUND_BITS);
+    uint64_t seq =
+        (tag >> (SAMPI_TAG_SEG_BITS + SAMPI_TAG_ROUND_BITS)) & ((UINT64_C(1) << MPI_SEQ_BITS) - 1);
     uint64_t round = (tag >> SAMPI_TAG_SEG_BITS) & ((UINT64_C(1) << MPI_ROUND_BITS) - 1);
     uint64_t seg = tag & ((UINT64_C(1) << MPI_SEG_BITS) - 1);
-    uint64_t folded =
-        (((((seq & ((UINT64_C(1) << MPI_SEQ_BITS) - 1)) << MPI_ROUND_BITS) | round)
-              << MPI_SEG_BITS |
-          seg)
-         << 2) |
-        (kind & 3);
+    uint64_t folded = seq;
+    folded = folded << MPI_ROUND_BITS | round;
+    folded = folded << MPI_SEG_BITS | seg;
+    folded = folded << 2 | (kind & 3);
     return (int)(folded & ((UINT64_C(1) << nd->tag_bits) - 1));
 }
 
