@@ -92,6 +92,22 @@ static double arm_min(const struct sampi_arm_costs *a)
     return m;
 }
 
+/* The cheapest of the samples taken since the cell's last (re-)exploration
+ * began (all kept ones when there are none): what one look at the arm says
+ * now, not what it cost before the re-check. */
+static double arm_min_fresh(const struct sampi_arm_costs *a)
+{
+    int k = a->fresh < a->n ? a->fresh : a->n;
+    if (k <= 0)
+        return arm_min(a);
+    double m = a->cost[(a->head + SAMPI_AUTOSEL_KEEP - 1) % SAMPI_AUTOSEL_KEEP];
+    for (int i = 2; i <= k; i++) {
+        double v = a->cost[(a->head + SAMPI_AUTOSEL_KEEP - i) % SAMPI_AUTOSEL_KEEP];
+        m = v < m ? v : m;
+    }
+    return m;
+}
+
 static void arm_add(struct sampi_arm_costs *a, double cost)
 {
     a->cost[a->head] = cost;
@@ -229,7 +245,7 @@ static int judge(struct sampi_autosel_cell *c)
         best = cheapest(c, &best_ns);
         for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
             if (has(c->candidates, a) && a != best &&
-                arm_min(&c->arm[a]) > SAMPI_AUTOSEL_FIRST_CUT * best_ns)
+                arm_min_fresh(&c->arm[a]) > SAMPI_AUTOSEL_FIRST_CUT * best_ns)
                 c->candidates &= ~(1u << a);
     }
     if (all_sampled(c, SAMPI_AUTOSEL_FULL_SAMPLES)) {

@@ -555,6 +555,38 @@ START_TEST(equal_arms_do_not_trade_places)
 }
 END_TEST
 
+/* At a periodic re-check, a loser that one fresh sample shows hopeless
+ * leaves after that one call, even when its samples from before the
+ * re-check were close (scene (d) of scripts/demo: rhd at 1.1x ring in the
+ * warm-up, 2.5x once the network's tail began).  Judged by all its kept
+ * samples it took five calls of the re-check. */
+START_TEST(recheck_judges_a_loser_by_its_fresh_sample)
+{
+    struct sampi_autosel s;
+    sampi_autosel_init(&s);
+    struct world w = flat_world(5, 30e6, 11e6, 10e6);
+    struct sampi_autosel_input in = input(256 << 10, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &in, &d);
+    ck_assert(!d.exploring);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_RING);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(256 << 10), SAMPI_REGIME_NONE);
+    ck_assert_uint_eq(c->explorations, 1);
+    w.base[SAMPI_ALGO_RHD] = 25e6;
+    /* up to the end of the first periodic re-check */
+    int rhd = 0;
+    for (int i = 0; i < 300 && !(c->explorations == 2 && c->state == SAMPI_CELL_CONVERGED); i++)
+        rhd += step(&s, &w, &in, &d) == SAMPI_ALGO_RHD;
+    ck_assert_uint_eq(c->explorations, 2);
+    ck_assert_int_eq(c->state, SAMPI_CELL_CONVERGED);
+    ck_assert_int_eq(rhd, 1);
+    ck_assert_int_eq(c->choice, SAMPI_ALGO_RING);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
 Suite *sampi_autosel_suite(void)
 {
     return UNIT_SUITE(
@@ -565,5 +597,6 @@ Suite *sampi_autosel_suite(void)
                     drift_explores_again, same_inputs_same_decisions,
                     outliers_do_not_flip_the_choice, one_arm_is_not_explored,
                     seeded_cell_starts_converged, buckets_and_periods, repeats_are_decided_alike,
-                    equal_arms_do_not_trade_places, composed_arm_change_explores_again)});
+                    equal_arms_do_not_trade_places, composed_arm_change_explores_again,
+                    recheck_judges_a_loser_by_its_fresh_sample)});
 }
