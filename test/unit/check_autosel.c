@@ -592,11 +592,10 @@ Suite *sampi_autosel_suite(void)
     return UNIT_SUITE(
         "autosel",
         {.name = "core",
-         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
-                    hopeless_arms_wait_for_a_change, regime_change_explores_again,
-                    drift_explores_again, same_inputs_same_decisions,
-                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
-                    seeded_cell_starts_converged, buckets_and_periods, repeats_are_decided_alike,
-                    equal_arms_do_not_trade_places, composed_arm_change_explores_again,
-                    recheck_judges_a_loser_by_its_fresh_sample)});
+         UNIT_TESTS(
+             converges_to_the_cheapest_arm, regret_is_bounded, hopeless_arms_wait_for_a_change,
+             regime_change_explores_again, drift_explores_again, same_inputs_same_decisions,
+             outliers_do_not_flip_the_choice, one_arm_is_not_explored, seeded_cell_starts_converged,
+             buckets_and_periods, repeats_are_decided_alike, equal_arms_do_not_trade_places,
+             composed_arm_change_explores_again, recheck_judges_a_loser_by_its_fresh_sample)});
 }
