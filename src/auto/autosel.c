@@ -95,6 +95,22 @@ static double arm_min(const struct sampi_arm_costs *a)
     return m;
 }
 
+/* The cheapest of the samples taken since the cell's last (re-)exploration
+ * began (all kept ones when there are none): what one look at the arm says
+ * now, not what it cost before the re-check. */
+static double arm_min_fresh(const struct sampi_arm_costs *a)
+{
+    int k = a->fresh < a->n ? a->fresh : a->n;
+    if (k <= 0)
+        return arm_min(a);
+    double m = a->cost[(a->head + SAMPI_AUTOSEL_KEEP - 1) % SAMPI_AUTOSEL_KEEP];
+    for (int i = 2; i <= k; i++) {
+        double v = a->cost[(a->head + SAMPI_AUTOSEL_KEEP - i) % SAMPI_AUTOSEL_KEEP];
+        m = v < m ? v : m;
+    }
+    return m;
+}
+
 static void arm_add(struct sampi_arm_costs *a, double cost)
 {
     a->cost[a->head] = cost;
@@ -213,6 +229,23 @@ static int first_samples(const struct sampi_autosel_cell *c)
     return c->explorations > 1 ? 1 : SAMPI_AUTOSEL_FIRST_SAMPLES;
 }
 
+/* At a periodic re-check, whether loser `a` still loses: its record from
+ * before the re-check was kept (n > fresh), its median over kept and fresh
+ * samples is above the best's by more than the margin, and no fresh sample
+ * came in below the best's median.  What a re-check asks of a loser is
+ * whether it got better; one call that is no better, on top of a record that
+ * was worse, says no, and it leaves after that call instead of taking all
+ * five.  Example, scene (d) of scripts/demo (256 KiB, a long network tail):
+ * ring converged at 10 ms, rhd's record 12-14 ms; at the re-check rhd's one
+ * fresh call takes 13 ms and it leaves: 1 call of rhd per re-check, not 5.
+ * A loser whose fresh call beats the best's median stays, and its fresh
+ * samples move its median until it wins or loses on the full rule. */
+static int still_loses(const struct sampi_arm_costs *a, double best_ns)
+{
+    return a->n > a->fresh && arm_min_fresh(a) > best_ns &&
+           sampi_arm_median(a) > (1 + SAMPI_AUTOSEL_MARGIN) * best_ns;
+}
+
 /* Every candidate has at least `k` fresh samples. */
 static int all_sampled(const struct sampi_autosel_cell *c, int k)
 {
@@ -232,7 +265,8 @@ static int judge(struct sampi_autosel_cell *c)
         best = cheapest(c, &best_ns);
         for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
             if (has(c->candidates, a) && a != best &&
-                arm_min(&c->arm[a]) > SAMPI_AUTOSEL_FIRST_CUT * best_ns)
+                (arm_min_fresh(&c->arm[a]) > SAMPI_AUTOSEL_FIRST_CUT * best_ns ||
+                 still_loses(&c->arm[a], best_ns)))
                 c->candidates &= ~(1u << a);
     }
     if (all_sampled(c, SAMPI_AUTOSEL_FULL_SAMPLES)) {

@@ -30,7 +30,12 @@
  *              changes; at once when the winner's median drifts 25% above
  *              what it converged at; and at the cell's next call after the
  *              regime changed.  A re-check gives each loser one sample
- *              first (the first cut then applies).  A periodic re-check
+ *              first; the first cut then applies to that fresh sample, and
+ *              at a periodic re-check a loser also leaves when the fresh
+ *              sample is above the best median and its median over kept and
+ *              fresh samples is more than 5% above it (still_loses in
+ *              autosel.c): a loser that stayed worse costs one call per
+ *              re-check, not five.  A periodic re-check
  *              (nothing said the world changed) skips a loser whose one call
  *              would cost more than SAMPI_AUTOSEL_RETRY_BUDGET of the calls
  *              since the last look: (its median - the winner's) > 2% x

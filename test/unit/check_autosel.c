@@ -563,15 +563,87 @@ START_TEST(equal_arms_do_not_trade_places)
 }
 END_TEST
 
+/* At a periodic re-check, a loser that one fresh sample shows hopeless
+ * leaves after that one call, even when its samples from before the
+ * re-check were close (scene (d) of scripts/demo: rhd at 1.1x ring in the
+ * warm-up, 2.5x once the network's tail began).  Judged by all its kept
+ * samples it took five calls of the re-check. */
+START_TEST(recheck_judges_a_loser_by_its_fresh_sample)
+{
+    struct sampi_autosel s;
+    sampi_autosel_init(&s);
+    struct world w = flat_world(5, 30e6, 11e6, 10e6);
+    struct sampi_autosel_input in = input(256 << 10, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &in, &d);
+    ck_assert(!d.exploring);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_RING);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(256 << 10), SAMPI_REGIME_NONE);
+    ck_assert_uint_eq(c->explorations, 1);
+    w.base[SAMPI_ALGO_RHD] = 25e6;
+    /* up to the end of the first periodic re-check */
+    int rhd = 0;
+    for (int i = 0; i < 300 && !(c->explorations == 2 && c->state == SAMPI_CELL_CONVERGED); i++)
+        rhd += step(&s, &w, &in, &d) == SAMPI_ALGO_RHD;
+    ck_assert_uint_eq(c->explorations, 2);
+    ck_assert_int_eq(c->state, SAMPI_CELL_CONVERGED);
+    ck_assert_int_eq(rhd, 1);
+    ck_assert_int_eq(c->choice, SAMPI_ALGO_RING);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
+/* A periodic re-check in a world that did not change: each loser that
+ * stayed worse (rhd at 1.2x, native at 3x the winner ring) takes one call,
+ * not five; and a loser that got better (rhd at 0.8x) is sampled on and
+ * wins.  Counted over the first periodic re-check. */
+static int rhd_calls_in_first_recheck(double rhd_after, int *choice)
+{
+    struct sampi_autosel s;
+    sampi_autosel_init(&s);
+    struct world w = flat_world(7, 30e6, 12e6, 10e6);
+    struct sampi_autosel_input in = input(256 << 10, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    for (int i = 0; i < 40; i++)
+        step(&s, &w, &in, &d);
+    ck_assert(!d.exploring);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_RING);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(256 << 10), SAMPI_REGIME_NONE);
+    ck_assert_uint_eq(c->explorations, 1);
+    w.base[SAMPI_ALGO_RHD] = rhd_after;
+    int rhd = 0;
+    for (int i = 0; i < 300 && !(c->explorations == 2 && c->state == SAMPI_CELL_CONVERGED); i++)
+        rhd += step(&s, &w, &in, &d) == SAMPI_ALGO_RHD && d.exploring;
+    ck_assert_uint_eq(c->explorations, 2);
+    ck_assert_int_eq(c->state, SAMPI_CELL_CONVERGED);
+    *choice = c->choice;
+    sampi_autosel_free(&s);
+    return rhd;
+}
+
+START_TEST(recheck_lets_a_steady_loser_go_after_one_call)
+{
+    int choice;
+    ck_assert_int_eq(rhd_calls_in_first_recheck(12e6, &choice), 1);
+    ck_assert_int_eq(choice, SAMPI_ALGO_RING);
+    ck_assert_int_ge(rhd_calls_in_first_recheck(8e6, &choice), 2);
+    ck_assert_int_eq(choice, SAMPI_ALGO_RHD);
+}
+END_TEST
+
 Suite *sampi_autosel_suite(void)
 {
     return UNIT_SUITE(
         "autosel",
         {.name = "core",
-         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
-                    hopeless_arms_wait_for_a_change, regime_change_explores_again,
-                    drift_explores_again, same_inputs_same_decisions,
-                    outliers_do_not_flip_the_choice, one_arm_is_not_explored,
-                    seeded_cell_starts_converged, buckets_and_periods, repeats_are_decided_alike,
-                    equal_arms_do_not_trade_places, composed_arm_change_explores_again)});
+         UNIT_TESTS(
+             converges_to_the_cheapest_arm, regret_is_bounded, hopeless_arms_wait_for_a_change,
+             regime_change_explores_again, drift_explores_again, same_inputs_same_decisions,
+             outliers_do_not_flip_the_choice, one_arm_is_not_explored, seeded_cell_starts_converged,
+             buckets_and_periods, repeats_are_decided_alike, equal_arms_do_not_trade_places,
+             composed_arm_change_explores_again, recheck_judges_a_loser_by_its_fresh_sample,
+             recheck_lets_a_steady_loser_go_after_one_call)});
 }
