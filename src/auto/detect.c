@@ -6,7 +6,8 @@
  * slow ingress; rank 3 hears rank 2's slow egress), from_right = {1, 2, 2, 1}.
  * Rank 2's four links all take 2, the links not touching it (0<->1, 0<->3)
  * take 1: score 2.  Rank 1's links are {1 (from 0), 2 (from 2), 2 (to 2),
- * 1 (to 0)}: score 1.  Probe says (2, 2.0); three of those in a row confirm it.
+ * 1 (to 0)}: score 1.  Probe says (2, 2.0), estimate 2.0 (the median of
+ * rank 2's four); three of those in a row confirm it.
  */
 #include "detect.h"
 #include "optcc_schedule.h"
@@ -25,10 +26,11 @@ struct link {
     double t;
 };
 
-int sampi_detect_probe(const double *from_left, const double *from_right, int n, double *slowdown)
+int sampi_detect_probe(const double *from_left, const double *from_right, int n, double *slowdown,
+                       double *estimate)
 {
     int best = -1;
-    double best_score = 0;
+    double best_score = 0, best_estimate = 0;
     struct link *links = NULL;
     double *others = NULL;
     if (n < 3)
@@ -44,22 +46,28 @@ int sampi_detect_probe(const double *from_left, const double *from_right, int n,
         links[2 * i + 1] = (struct link){(i + 1) % n, i, from_right[i]};
     }
     for (int r = 0; r < n; r++) {
-        double own = INFINITY;
-        int m = 0;
+        double own = INFINITY, mine[4];
+        int m = 0, k = 0;
         for (int j = 0; j < 2 * n; j++) {
-            if (links[j].from == r || links[j].to == r)
+            if (links[j].from == r || links[j].to == r) {
                 own = fmin(own, links[j].t);
-            else
+                if (k < 4)
+                    mine[k++] = links[j].t;
+            } else {
                 others[m++] = links[j].t;
+            }
         }
         /* n = 3: every link touches two of the three ranks, one stays */
-        double score = m ? own / sampi_median(others, m) : 1;
+        double rest = m ? sampi_median(others, m) : 0;
+        double score = m ? own / rest : 1;
         if (best < 0 || score > best_score) {
             best = r;
             best_score = score;
+            best_estimate = m ? fmax(sampi_median(mine, k) / rest, score) : 1;
         }
     }
     *slowdown = best_score;
+    *estimate = best_estimate;
 out:
     free(links);
     free(others);
@@ -77,7 +85,7 @@ static double quantised(double l)
     return sampi_optcc_quantise_l(l) / (double)SAMPI_OPTCC_L_SCALE;
 }
 
-int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
+int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown, double estimate)
 {
     if (rank < 0)
         return 0;
@@ -92,7 +100,7 @@ int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
         }
         if (still) {
             memmove(d->recent + 1, d->recent, sizeof(d->recent) - sizeof(d->recent[0]));
-            d->recent[0] = slowdown;
+            d->recent[0] = estimate;
             double v[3];
             memcpy(v, d->recent, sizeof(v));
             double l = quantised(sampi_median(v, 3));
@@ -110,7 +118,7 @@ int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown)
         d->candidate = rank;
         d->streak = 0;
     }
-    d->recent[d->streak % 3] = slowdown;
+    d->recent[d->streak % 3] = estimate;
     if (++d->streak >= SAMPI_DETECT_CONFIRM) {
         double v[3];
         memcpy(v, d->recent, sizeof(v));

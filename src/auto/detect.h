@@ -20,9 +20,16 @@
 
 /* One probe: from_left[i] / from_right[i] = the time rank i took to receive
  * the probe from rank i-1 / i+1 (mod n), any unit.  Returns the rank with the
- * highest score and writes that score (>= 1 when it is slower than the rest)
- * to *slowdown; -1 when n < 3 or a time is missing (<= 0 or NaN). */
-int sampi_detect_probe(const double *from_left, const double *from_right, int n, double *slowdown);
+ * highest score and writes that score to *slowdown: its quickest link over
+ * the median of the links that do not touch it (>= 1 when every link of it is
+ * slower than the rest: what detection asks).  *estimate is how much slower
+ * its links are: the median of its four over the same median.  The quickest
+ * of four noisy times is biased low: on the testbed (8 ranks, rank 7 at
+ * l = 2) the score read 1.72-1.97, the estimate 2.2-2.4, and optcc given l
+ * below 2 fills bubbles that are not there (135 ms at 2 MiB against 118 with
+ * l = 2 and 114 with 3).  -1 when n < 3 or a time is missing (<= 0 or NaN). */
+int sampi_detect_probe(const double *from_left, const double *from_right, int n, double *slowdown,
+                       double *estimate);
 
 struct sampi_detector {
     int rank;         /* the confirmed degraded rank, -1: none */
@@ -30,7 +37,7 @@ struct sampi_detector {
     int candidate;    /* the rank that stood out in the last probes */
     int streak;       /* consecutive probes it stood out in */
     int calm;         /* consecutive probes in which the confirmed rank did not */
-    double recent[3]; /* its last slowdowns, for a median */
+    double recent[3]; /* its last estimates, for a median */
 };
 
 /* Confirm after this many probes in a row with slowdown >= the threshold;
@@ -55,7 +62,9 @@ int sampi_debug_slow_link_validate(const char *text, char *err, size_t errlen);
  * times slower: r's own receives and its neighbours' receives from r. */
 void sampi_detect_slow_link(double *from_left, double *from_right, int n, int r, double l);
 /* Feed one probe's outcome (rank -1 for an invalid probe, which changes
- * nothing).  Returns 1 when the confirmed rank or its slowdown changed. */
-int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown);
+ * nothing): the thresholds apply to `slowdown`, the detector's l is the
+ * median of the last three `estimate`s (sampi_detect_probe's).  Returns 1
+ * when the confirmed rank or its slowdown changed. */
+int sampi_detector_note(struct sampi_detector *d, int rank, double slowdown, double estimate);
 
 #endif

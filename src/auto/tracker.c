@@ -361,14 +361,14 @@ static int probe_links(struct sampi_comm *c, struct sampi_tracker *t)
         right[i] = t->probe_times[2 * i + 1];
     }
     debug_slow_link(c, t, left, right);
-    double l = 0;
-    int r = sampi_detect_probe(left, right, c->size, &l);
+    double l = 0, estimate = 0;
+    int r = sampi_detect_probe(left, right, c->size, &l, &estimate);
     if (c->rank == 0 && sampi_log_enabled(SAMPI_LOG_CALL))
         for (int i = 0; i < c->size; i++)
             sampi_log(SAMPI_LOG_CALL, "probe: rank %d heard rank %d in %.0f us, rank %d in %.0f us",
                       i, (i - 1 + c->size) % c->size, left[i] / 1e3, (i + 1) % c->size,
                       right[i] / 1e3);
-    int changed = sampi_detector_note(&t->det, r, l);
+    int changed = sampi_detector_note(&t->det, r, l, estimate);
     if (t->report && t->det.rank >= 0)
         sampi_report_acc_degraded(t->report, t->det.rank, t->det.slowdown);
     if (changed && c->rank == 0)
