@@ -363,10 +363,16 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
                         : SAMPI_ALGO_RHD;
         return prior;
     }
-    /* a late rank with no straggler regime, or nobody late in one: the
-     * world may be changing, so measure often until the tracker settles */
+    /* a late rank with no straggler regime, nobody late in one, or the last
+     * measured call not what the tracker predicts (another rank late, the
+     * predicted one far less late, nobody late with a rank predicted): the
+     * world may be changing, so measure often until the tracker settles.
+     * Priced by the exchange, a converged cell may measure 1 MiB calls only
+     * one in 8, too seldom for a prediction to follow a straggler that moved
+     * or left within 40 calls (tracking.test). */
     const int late = sampi_tracker_last_late(c);
-    const int unsettled = regime == SAMPI_REGIME_STRAGGLER ? !late : late;
+    const int unsettled =
+        (regime == SAMPI_REGIME_STRAGGLER ? late < 0 : late >= 0) || !sampi_tracker_agrees(c);
     *call = (struct sampi_auto_call){.in = {.bytes = bytes,
                                             .regime = regime,
                                             .allowed = allowed,

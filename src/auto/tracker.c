@@ -52,6 +52,7 @@ static struct sampi_tracker *tracker_of(struct sampi_comm *c)
     sampi_predictor_init(&t->pred, c->size, (int)sampi_cvar_int(SAMPI_CVAR_STRAGGLAR_WINDOW));
     sampi_predictor_predict(&t->pred, &t->now);
     sampi_detector_init(&t->det);
+    t->last_late = -1;
     char report[SAMPI_CVAR_STRING_MAX];
     if (c->rank == 0 && !c->parent &&
         sampi_cvar_text(SAMPI_CVAR_REPORT, report, sizeof(report))[0]) {
@@ -296,7 +297,8 @@ static void note_arrivals(struct sampi_comm *c, struct sampi_tracker *t, enum sa
         return;
     /* the arrival counters (pvars) come from the same exchange */
     sampi_stats_note_arrival(&c->stats, c->size, a.last, a.last >= 0 ? (int64_t)a.gap_ns : 0);
-    t->last_late = a.last >= 0;
+    t->last_late = a.last;
+    t->last_gap_ns = a.last >= 0 ? a.gap_ns : 0;
     if (t->predicted >= 0) {
         sampi_stat_add(&c->stats.predictions, 1);
         sampi_stat_add(&sampi_process_stats.predictions, 1);
@@ -487,7 +489,17 @@ double sampi_tracker_exchange_ns(const struct sampi_comm *c)
 
 int sampi_tracker_last_late(const struct sampi_comm *c)
 {
-    return c->tracker ? c->tracker->last_late : 0;
+    return c->tracker ? c->tracker->last_late : -1;
+}
+
+int sampi_tracker_agrees(const struct sampi_comm *c)
+{
+    const struct sampi_tracker *t = c->tracker;
+    if (!t || t->tracked == 0)
+        return 1;
+    if (t->last_late != t->now.rank)
+        return 0;
+    return t->last_late < 0 || t->last_gap_ns >= t->now.lateness_ns / 2;
 }
 
 int sampi_tracker_degraded(const struct sampi_comm *c, double *slowdown)

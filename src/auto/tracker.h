@@ -38,7 +38,8 @@ struct sampi_tracker {
     uint64_t probe_gap;          /* tracked calls between probes now (backs off) */
     int64_t entry_ns;            /* this rank's entry into the current call */
     int predicted;               /* the straggler predicted for the current call, -1 none */
-    int last_late;               /* the last tracked call had a notably late rank */
+    int last_late;               /* the notably late rank of the last tracked call, -1 none */
+    double last_gap_ns;          /* how late it was, after the second-last */
     double *dur;                 /* n durations of the last call */
     double *exch;                /* 3n: the exchange's (duration, parts' changes, own exchange
                                   * time of the call before) per rank */
@@ -92,9 +93,16 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
 uint64_t sampi_tracker_parts_epoch(const struct sampi_comm *c);
 uint64_t sampi_tracker_regime_epoch(const struct sampi_comm *c);
 
-/* Whether the last tracked call on c had a notably late rank (0 before
- * any): agreed on every rank, from the tracking exchange. */
+/* The notably late rank of the last tracked call on c, -1 when there was
+ * none (or no call was tracked yet): agreed on every rank, from the tracking
+ * exchange. */
 int sampi_tracker_last_late(const struct sampi_comm *c);
+
+/* Whether the last tracked call on c agrees with what the tracker now
+ * predicts: the predicted rank was the late one (nobody, when none is
+ * predicted), by at least half the predicted lateness.  1 before any
+ * tracked call.  Agreed on every rank.  auto measures often while not. */
+int sampi_tracker_agrees(const struct sampi_comm *c);
 
 /* What one tracking exchange costs, in ns: a running mean (1/8 per
  * exchange) of the shortest of the ranks' own times for the exchange before
