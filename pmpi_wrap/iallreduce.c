@@ -201,6 +201,7 @@ struct sampi_persistent {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sampi_persistent *persistents;
 static _Atomic int n_persistent; /* read without the lock by MPI_Start */
+static _Atomic int n_untaken;    /* live ones whose `failed` is set */
 static MPI_Comm carrier_comm = MPI_COMM_NULL;
 static int next_tag;
 
@@ -340,6 +341,8 @@ int MPI_Request_free(MPI_Request *request)
     unlink_persistent(p);
     int keep = p->active; /* the thread frees it when the call finished */
     p->freed = 1;
+    if (!keep && p->failed != MPI_SUCCESS)
+        atomic_fetch_sub(&n_untaken, 1);
     pthread_mutex_unlock(&lock);
     /* MPI lets an active request be freed: the receive still completes */
     int rc = PMPI_Request_free(&p->carrier);
@@ -361,6 +364,8 @@ int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm)
         return MPI_SUCCESS;
     pthread_mutex_lock(&lock);
     int cls = p->active ? MPI_SUCCESS : p->failed;
+    if (cls != MPI_SUCCESS)
+        atomic_fetch_sub(&n_untaken, 1);
     p->failed = MPI_SUCCESS;
     *comm = p->args.comm;
     int gone = cls != MPI_SUCCESS && now == MPI_REQUEST_NULL;
@@ -370,6 +375,22 @@ int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm)
     if (gone)
         free(p);
     return cls;
+}
+
+int sampi_persistent_untaken(void)
+{
+    return atomic_load_explicit(&n_untaken, memory_order_relaxed) != 0;
+}
+
+int sampi_persistent_failed(MPI_Request req)
+{
+    struct sampi_persistent *p = find(req);
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&lock);
+    int failed = !p->active && p->failed != MPI_SUCCESS;
+    pthread_mutex_unlock(&lock);
+    return failed;
 }
 
 /* ------------------------------------------------------------ the ending */
@@ -386,9 +407,13 @@ static void finish(struct sampi_nb_call *call)
     int failed = call->error != MPI_SUCCESS, call_error = call->error;
     free(call);
     pthread_mutex_lock(&lock);
-    p->active = 0; /* before the send: the program may start it again at once */
+    p->active = 0;                /* before the send: the program may start it again at once */
+    if (p->failed != MPI_SUCCESS) /* a failure before, never looked at */
+        atomic_fetch_sub(&n_untaken, 1);
     p->failed = failed ? call_error : MPI_SUCCESS;
     int freed = p->freed;
+    if (failed && !freed)
+        atomic_fetch_add(&n_untaken, 1);
     int tag = p->tag;
     pthread_mutex_unlock(&lock);
     PMPI_Send(failed ? &byte_too_many : NULL, failed, MPI_BYTE, 0, tag, carrier_comm);

@@ -56,6 +56,13 @@ int sampi_persistent_any(void);
  * drops the request too. */
 int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm);
 
+/* Whether a failure of a persistent request of SAMPI's waits to be taken
+ * (one atomic load), and whether `req` is such a request (its call
+ * finished in failure, not taken yet): Open MPI's MPI_Testall returns
+ * MPI_SUCCESS for a persistent request that completed in error. */
+int sampi_persistent_untaken(void);
+int sampi_persistent_failed(MPI_Request req);
+
 /* Requests of nonblocking calls the program has not completed or freed
  * yet, for MPI_Finalize's warning: counted by iallreduce.c as it makes and
  * frees them (delta +1 or -1). */

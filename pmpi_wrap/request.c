@@ -13,8 +13,19 @@
  * them) only while it holds some, and looked at only when Open MPI returned
  * an error.  Open MPI's Fortran completion calls go to PMPI directly, so a
  * Fortran program sees MPI_ERR_TRUNCATE (sampi(7) NONBLOCKING).
+ *
+ * And one defect of Open MPI 4.1 worked around: its MPI_Waitall under
+ * MPI_THREAD_MULTIPLE never returns when one of its requests had already
+ * completed in error when it was called (ompi_request_default_wait_all
+ * then skips the wait on its sync object and spins until a signal that
+ * nobody sends; its MPI_Wait has no such defect).  SAMPI makes that case
+ * common: the level is MULTIPLE underneath wherever progress threads run,
+ * and a persistent request whose call failed at once (a revoked
+ * communicator) is complete in error before the program's MPI_Waitall.
+ * There MPI_Waitall is MPI_Testall until done (test_all_loop).
  */
 #include "progress.h"
+#include "progress_mode.h"
 #include "sampi_internal.h"
 
 #include <stdlib.h>
@@ -59,18 +70,28 @@ static void release(struct kept *k)
 
 /* Each of `which` (all n when NULL) that was SAMPI's; `rc` stays
  * (MPI_ERR_IN_STATUS: the statuses say which failed). */
-static int several(int rc, struct kept *k, int n, const MPI_Request now[], const int which[],
+static int several(int rc, struct kept *k, int n, MPI_Request now[], const int which[],
                    MPI_Status st[])
 {
-    if (rc != MPI_SUCCESS && k->handles)
+    if (k->handles && (rc != MPI_SUCCESS || sampi_persistent_untaken()))
         for (int j = 0; j < n; j++) {
             int i = which ? which[j] : j;
+            /* Open MPI's MPI_Testall answers MPI_SUCCESS for a persistent
+             * request that completed in error and keeps it (its status
+             * says it): freed here as Open MPI frees the others, and
+             * MPI_ERR_IN_STATUS (Open MPI filled every MPI_ERROR) */
+            if (now[i] != MPI_REQUEST_NULL && sampi_persistent_failed(k->handles[i])) {
+                PMPI_Request_free(&now[i]);
+                if (rc == MPI_SUCCESS)
+                    rc = MPI_ERR_IN_STATUS;
+            }
             mend(rc, k->handles[i], now[i], st == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &st[j]);
         }
     release(k);
     return rc;
 }
 
+/* Single completions: Open MPI returns a persistent request's error. */
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     MPI_Request before = request ? *request : MPI_REQUEST_NULL;
@@ -113,8 +134,26 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
     return rc;
 }
 
+/* MPI_Waitall as MPI_Testall until it completes them all (Open MPI's
+ * MPI_Testall takes a request complete in error as any other; it moves
+ * the progress engine once per call, as MPI_Waitall's loop does): the
+ * same statuses, the same cost (a halo exchange of 8 requests at np 2,
+ * sampi(7) NONBLOCKING). */
+static int test_all_loop(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    struct kept k;
+    keep(&k, count, requests);
+    int flag = 0, rc;
+    do
+        rc = PMPI_Testall(count, requests, &flag, statuses);
+    while (!flag && rc == MPI_SUCCESS);
+    return several(rc, &k, count, requests, NULL, statuses);
+}
+
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+    if (count > 0 && requests && sampi_progress_mode_now() == SAMPI_PROGRESS_THREAD)
+        return test_all_loop(count, requests, statuses);
     struct kept k;
     keep(&k, count, requests);
     return several(PMPI_Waitall(count, requests, statuses), &k, count, requests, NULL, statuses);
@@ -125,7 +164,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
     struct kept k;
     keep(&k, count, requests);
     int rc = PMPI_Testall(count, requests, flag, statuses);
-    return several(rc, &k, count, requests, NULL, statuses);
+    return several(rc, &k, flag && *flag ? count : 0, requests, NULL, statuses);
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
