@@ -480,14 +480,12 @@ static int start(struct sampi_exec *x, const struct sampi_coll_args *a,
     if (ceil_div(longest ? longest : 1, x->seg) > MAX_SEGMENTS_PER_ROUND)
         x->seg = ceil_div(longest, MAX_SEGMENTS_PER_ROUND); /* see netdev.h */
 
-    if (!scratch_elems)
-        x->scratch = NULL;
-    else if (own_scratch)
-        x->scratch = x->own_scratch = malloc(scratch_elems * ext);
-    else
-        x->scratch = c->host->scratch(c->owner, scratch_elems * ext);
-    if (scratch_elems && !x->scratch)
-        return fail(x, -ENOMEM); /* nothing posted */
+    if (scratch_elems) { /* none when every round copies */
+        x->scratch = own_scratch ? (x->own_scratch = malloc(scratch_elems * ext))
+                                 : c->host->scratch(c->owner, scratch_elems * ext);
+        if (!x->scratch)
+            return fail(x, -ENOMEM); /* nothing posted */
+    }
     c->host->waiter(c->owner, &x->w, "the data exchange");
     return next_round(x);
 }

@@ -370,9 +370,7 @@ enum sampi_algo_id sampi_auto_decide(struct sampi_comm *c, const struct sampi_co
      * Priced by the exchange, a converged cell may measure 1 MiB calls only
      * one in 8, too seldom for a prediction to follow a straggler that moved
      * or left within 40 calls (tracking.test). */
-    const int late = sampi_tracker_last_late(c);
-    const int unsettled =
-        (regime == SAMPI_REGIME_STRAGGLER ? late < 0 : late >= 0) || !sampi_tracker_agrees(c);
+    const int unsettled = !sampi_tracker_settled(c, regime == SAMPI_REGIME_STRAGGLER);
     *call = (struct sampi_auto_call){.in = {.bytes = bytes,
                                             .regime = regime,
                                             .allowed = allowed,

@@ -487,18 +487,16 @@ double sampi_tracker_exchange_ns(const struct sampi_comm *c)
     return c->tracker ? c->tracker->exchange_ns : 0;
 }
 
-int sampi_tracker_last_late(const struct sampi_comm *c)
-{
-    return c->tracker ? c->tracker->last_late : -1;
-}
-
-int sampi_tracker_agrees(const struct sampi_comm *c)
+int sampi_tracker_settled(const struct sampi_comm *c, int straggler_regime)
 {
     const struct sampi_tracker *t = c->tracker;
+    const int late = t ? t->last_late : -1;
+    if (straggler_regime ? late < 0 : late >= 0)
+        return 0; /* a late rank with no straggler regime, nobody late in one */
     if (!t || t->tracked == 0)
         return 1;
     if (t->last_late != t->now.rank)
-        return 0;
+        return 0; /* another rank late, or nobody late with one predicted */
     return t->last_late < 0 || t->last_gap_ns >= t->now.lateness_ns / 2;
 }
 

@@ -93,16 +93,14 @@ int sampi_tracker_end(struct sampi_comm *c, enum sampi_algo_id algo, size_t byte
 uint64_t sampi_tracker_parts_epoch(const struct sampi_comm *c);
 uint64_t sampi_tracker_regime_epoch(const struct sampi_comm *c);
 
-/* The notably late rank of the last tracked call on c, -1 when there was
- * none (or no call was tracked yet): agreed on every rank, from the tracking
- * exchange. */
-int sampi_tracker_last_late(const struct sampi_comm *c);
-
-/* Whether the last tracked call on c agrees with what the tracker now
- * predicts: the predicted rank was the late one (nobody, when none is
- * predicted), by at least half the predicted lateness.  1 before any
- * tracked call.  Agreed on every rank.  auto measures often while not. */
-int sampi_tracker_agrees(const struct sampi_comm *c);
+/* Whether the last tracked call on c agrees with the world as the tracker
+ * and auto now see it: somebody notably late in a straggler regime
+ * (`straggler_regime`, auto's), nobody outside one; the predicted rank the
+ * late one (nobody, when none is predicted), by at least half the
+ * predicted lateness (before any tracked call, the regime alone).  Agreed
+ * on every rank (from the tracking exchange).  auto measures often while
+ * not: the world may be changing. */
+int sampi_tracker_settled(const struct sampi_comm *c, int straggler_regime);
 
 /* What one tracking exchange costs, in ns: a running mean (1/8 per
  * exchange) of the shortest of the ranks' own times for the exchange before
