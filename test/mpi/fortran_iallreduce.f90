@@ -7,6 +7,8 @@
 ! MPI_IALLREDUCE calls (MPI_INTEGER MPI_SUM, and the same with MPI_IN_PLACE),
 ! each completed with MPI_WAIT, and checks the results exactly.  Verdicts are
 ! combined with MPI_REDUCE and MPI_BCAST, which SAMPI does not touch.
+! Then MPI_WAITALL on two receives, one truncated before the call: with
+! progress threads it must return MPI_ERR_IN_STATUS (pmpi_wrap/waitall_f.c).
 
 program fortran_iallreduce
     use mpi
@@ -63,8 +65,38 @@ subroutine with_use_mpi(nfail)
         ok = ok .and. ib(i) == n * nproc * (nproc - 1) / 2 - nproc * i
     end do
     call report('use mpi: MPI_IALLREDUCE MPI_IN_PLACE', ok)
+    call truncated_waitall(ok)
+    call report('use mpi: MPI_WAITALL with a receive truncated before it', ok)
 
 contains
+
+    ! Two receives from this rank on a copy of MPI_COMM_SELF, the second
+    ! truncated and complete before MPI_WAITALL: with progress threads Open
+    ! MPI runs threaded, where its own MPI_WAITALL never returned then.
+    subroutine truncated_waitall(ok)
+        logical, intent(out) :: ok
+        integer :: self, reqs(2), statuses(MPI_STATUS_SIZE, 2), got, one, ierr2
+        integer :: peek(MPI_STATUS_SIZE) ! Open MPI 4.1.4 sets no flag with MPI_STATUS_IGNORE
+        logical :: done
+        call MPI_COMM_DUP(MPI_COMM_SELF, self, ierr)
+        call MPI_COMM_SET_ERRHANDLER(self, MPI_ERRORS_RETURN, ierr)
+        one = 7
+        got = 0
+        call MPI_IRECV(got, 1, MPI_INTEGER, 0, 1, self, reqs(1), ierr)
+        call MPI_IRECV(got, 0, MPI_INTEGER, 0, 2, self, reqs(2), ierr)
+        call MPI_SEND(one, 1, MPI_INTEGER, 0, 1, self, ierr)
+        call MPI_SEND(one, 1, MPI_INTEGER, 0, 2, self, ierr)
+        done = .false.
+        ierr = MPI_SUCCESS
+        do while (.not. done .and. ierr == MPI_SUCCESS) ! Open MPI: an error, not the flag
+            call MPI_REQUEST_GET_STATUS(reqs(2), done, peek, ierr)
+        end do
+        call MPI_WAITALL(2, reqs, statuses, ierr2)
+        ok = ierr2 == MPI_ERR_IN_STATUS .and. statuses(MPI_ERROR, 1) == MPI_SUCCESS .and. &
+             statuses(MPI_ERROR, 2) == MPI_ERR_TRUNCATE .and. got == 7 .and. &
+             reqs(2) == MPI_REQUEST_NULL
+        call MPI_COMM_FREE(self, ierr)
+    end subroutine truncated_waitall
 
     subroutine report(name, ok)
         character(len=*), intent(in) :: name
@@ -119,8 +151,35 @@ subroutine with_mpif_h(nfail)
         ok = ok .and. ib(i) == n * nproc * (nproc - 1) / 2 - nproc * i
     end do
     call report('mpif.h: MPI_IALLREDUCE MPI_IN_PLACE', ok)
+    call truncated_waitall(ok)
+    call report('mpif.h: MPI_WAITALL with a receive truncated before it', ok)
 
 contains
+
+    subroutine truncated_waitall(ok)
+        logical, intent(out) :: ok
+        integer :: self, reqs(2), statuses(MPI_STATUS_SIZE, 2), got, one, ierr2
+        integer :: peek(MPI_STATUS_SIZE) ! Open MPI 4.1.4 sets no flag with MPI_STATUS_IGNORE
+        logical :: done
+        call MPI_COMM_DUP(MPI_COMM_SELF, self, ierr)
+        call MPI_COMM_SET_ERRHANDLER(self, MPI_ERRORS_RETURN, ierr)
+        one = 7
+        got = 0
+        call MPI_IRECV(got, 1, MPI_INTEGER, 0, 1, self, reqs(1), ierr)
+        call MPI_IRECV(got, 0, MPI_INTEGER, 0, 2, self, reqs(2), ierr)
+        call MPI_SEND(one, 1, MPI_INTEGER, 0, 1, self, ierr)
+        call MPI_SEND(one, 1, MPI_INTEGER, 0, 2, self, ierr)
+        done = .false.
+        ierr = MPI_SUCCESS
+        do while (.not. done .and. ierr == MPI_SUCCESS) ! Open MPI: an error, not the flag
+            call MPI_REQUEST_GET_STATUS(reqs(2), done, peek, ierr)
+        end do
+        call MPI_WAITALL(2, reqs, statuses, ierr2)
+        ok = ierr2 == MPI_ERR_IN_STATUS .and. statuses(MPI_ERROR, 1) == MPI_SUCCESS .and. &
+             statuses(MPI_ERROR, 2) == MPI_ERR_TRUNCATE .and. got == 7 .and. &
+             reqs(2) == MPI_REQUEST_NULL
+        call MPI_COMM_FREE(self, ierr)
+    end subroutine truncated_waitall
 
     subroutine report(name, ok)
         character(len=*), intent(in) :: name
@@ -166,8 +225,37 @@ subroutine with_mpi_f08(nfail)
         ok = ok .and. ib(i) == n * nproc * (nproc - 1) / 2 - nproc * i
     end do
     call report('mpi_f08: MPI_Iallreduce MPI_IN_PLACE', ok)
+    call truncated_waitall(ok)
+    call report('mpi_f08: MPI_Waitall with a receive truncated before it', ok)
 
 contains
+
+    subroutine truncated_waitall(ok)
+        logical, intent(out) :: ok
+        type(MPI_Comm) :: self
+        type(MPI_Request) :: reqs(2)
+        type(MPI_Status) :: statuses(2), peek
+        integer :: got, one, ierr2
+        logical :: done
+        call MPI_Comm_dup(MPI_COMM_SELF, self, ierr)
+        call MPI_Comm_set_errhandler(self, MPI_ERRORS_RETURN, ierr)
+        one = 7
+        got = 0
+        call MPI_Irecv(got, 1, MPI_INTEGER, 0, 1, self, reqs(1), ierr)
+        call MPI_Irecv(got, 0, MPI_INTEGER, 0, 2, self, reqs(2), ierr)
+        call MPI_Send(one, 1, MPI_INTEGER, 0, 1, self, ierr)
+        call MPI_Send(one, 1, MPI_INTEGER, 0, 2, self, ierr)
+        done = .false.
+        ierr = MPI_SUCCESS
+        do while (.not. done .and. ierr == MPI_SUCCESS) ! Open MPI: an error, not the flag
+            call MPI_Request_get_status(reqs(2), done, peek, ierr)
+        end do
+        call MPI_Waitall(2, reqs, statuses, ierr2)
+        ok = ierr2 == MPI_ERR_IN_STATUS .and. statuses(1)%MPI_ERROR == MPI_SUCCESS .and. &
+             statuses(2)%MPI_ERROR == MPI_ERR_TRUNCATE .and. got == 7 .and. &
+             reqs(2) == MPI_REQUEST_NULL
+        call MPI_Comm_free(self, ierr)
+    end subroutine truncated_waitall
 
     subroutine report(name, ok)
         character(len=*), intent(in) :: name
