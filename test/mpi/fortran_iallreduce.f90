@@ -70,33 +70,7 @@ subroutine with_use_mpi(nfail)
 
 contains
 
-    ! Two receives from this rank on a copy of MPI_COMM_SELF, the second
-    ! truncated and complete before MPI_WAITALL: with progress threads Open
-    ! MPI runs threaded, where its own MPI_WAITALL never returned then.
-    subroutine truncated_waitall(ok)
-        logical, intent(out) :: ok
-        integer :: self, reqs(2), statuses(MPI_STATUS_SIZE, 2), got, one, ierr2
-        integer :: peek(MPI_STATUS_SIZE) ! Open MPI 4.1.4 sets no flag with MPI_STATUS_IGNORE
-        logical :: done
-        call MPI_COMM_DUP(MPI_COMM_SELF, self, ierr)
-        call MPI_COMM_SET_ERRHANDLER(self, MPI_ERRORS_RETURN, ierr)
-        one = 7
-        got = 0
-        call MPI_IRECV(got, 1, MPI_INTEGER, 0, 1, self, reqs(1), ierr)
-        call MPI_IRECV(got, 0, MPI_INTEGER, 0, 2, self, reqs(2), ierr)
-        call MPI_SEND(one, 1, MPI_INTEGER, 0, 1, self, ierr)
-        call MPI_SEND(one, 1, MPI_INTEGER, 0, 2, self, ierr)
-        done = .false.
-        ierr = MPI_SUCCESS
-        do while (.not. done .and. ierr == MPI_SUCCESS) ! Open MPI: an error, not the flag
-            call MPI_REQUEST_GET_STATUS(reqs(2), done, peek, ierr)
-        end do
-        call MPI_WAITALL(2, reqs, statuses, ierr2)
-        ok = ierr2 == MPI_ERR_IN_STATUS .and. statuses(MPI_ERROR, 1) == MPI_SUCCESS .and. &
-             statuses(MPI_ERROR, 2) == MPI_ERR_TRUNCATE .and. got == 7 .and. &
-             reqs(2) == MPI_REQUEST_NULL
-        call MPI_COMM_FREE(self, ierr)
-    end subroutine truncated_waitall
+    include 'fortran_truncated_waitall.inc'
 
     subroutine report(name, ok)
         character(len=*), intent(in) :: name
@@ -156,30 +130,7 @@ subroutine with_mpif_h(nfail)
 
 contains
 
-    subroutine truncated_waitall(ok)
-        logical, intent(out) :: ok
-        integer :: self, reqs(2), statuses(MPI_STATUS_SIZE, 2), got, one, ierr2
-        integer :: peek(MPI_STATUS_SIZE) ! Open MPI 4.1.4 sets no flag with MPI_STATUS_IGNORE
-        logical :: done
-        call MPI_COMM_DUP(MPI_COMM_SELF, self, ierr)
-        call MPI_COMM_SET_ERRHANDLER(self, MPI_ERRORS_RETURN, ierr)
-        one = 7
-        got = 0
-        call MPI_IRECV(got, 1, MPI_INTEGER, 0, 1, self, reqs(1), ierr)
-        call MPI_IRECV(got, 0, MPI_INTEGER, 0, 2, self, reqs(2), ierr)
-        call MPI_SEND(one, 1, MPI_INTEGER, 0, 1, self, ierr)
-        call MPI_SEND(one, 1, MPI_INTEGER, 0, 2, self, ierr)
-        done = .false.
-        ierr = MPI_SUCCESS
-        do while (.not. done .and. ierr == MPI_SUCCESS) ! Open MPI: an error, not the flag
-            call MPI_REQUEST_GET_STATUS(reqs(2), done, peek, ierr)
-        end do
-        call MPI_WAITALL(2, reqs, statuses, ierr2)
-        ok = ierr2 == MPI_ERR_IN_STATUS .and. statuses(MPI_ERROR, 1) == MPI_SUCCESS .and. &
-             statuses(MPI_ERROR, 2) == MPI_ERR_TRUNCATE .and. got == 7 .and. &
-             reqs(2) == MPI_REQUEST_NULL
-        call MPI_COMM_FREE(self, ierr)
-    end subroutine truncated_waitall
+    include 'fortran_truncated_waitall.inc'
 
     subroutine report(name, ok)
         character(len=*), intent(in) :: name
