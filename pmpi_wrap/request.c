@@ -69,7 +69,8 @@ static void release(struct kept *k)
 }
 
 /* Each of `which` (all n when NULL) that was SAMPI's; `rc` stays
- * (MPI_ERR_IN_STATUS: the statuses say which failed). */
+ * (MPI_ERR_IN_STATUS: the statuses say which failed), or becomes
+ * MPI_ERR_IN_STATUS where Open MPI answered success for a failed one. */
 static int several(int rc, struct kept *k, int n, MPI_Request now[], const int which[],
                    MPI_Status st[])
 {
