@@ -201,9 +201,16 @@ struct sampi_persistent {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sampi_persistent *persistents;
 static _Atomic int n_persistent; /* read without the lock by MPI_Start */
-static _Atomic int n_untaken;    /* live ones whose `failed` is set */
+static _Atomic int n_untaken;    /* live ones whose `failed` is set (set_failed) */
 static MPI_Comm carrier_comm = MPI_COMM_NULL;
 static int next_tag;
+
+/* p->failed = cls, under `lock`, keeping n_untaken its count. */
+static void set_failed(struct sampi_persistent *p, int cls)
+{
+    atomic_fetch_add(&n_untaken, (cls != MPI_SUCCESS) - (p->failed != MPI_SUCCESS));
+    p->failed = cls;
+}
 
 /* The carrier communicator: SAMPI's own copy of MPI_COMM_SELF, on which
  * nothing but the carriers' messages travel. */
@@ -341,8 +348,8 @@ int MPI_Request_free(MPI_Request *request)
     unlink_persistent(p);
     int keep = p->active; /* the thread frees it when the call finished */
     p->freed = 1;
-    if (!keep && p->failed != MPI_SUCCESS)
-        atomic_fetch_sub(&n_untaken, 1);
+    if (!keep)
+        set_failed(p, MPI_SUCCESS);
     pthread_mutex_unlock(&lock);
     /* MPI lets an active request be freed: the receive still completes */
     int rc = PMPI_Request_free(&p->carrier);
@@ -365,8 +372,7 @@ int sampi_persistent_failure(MPI_Request req, MPI_Request now, MPI_Comm *comm)
     pthread_mutex_lock(&lock);
     int cls = p->active ? MPI_SUCCESS : p->failed;
     if (cls != MPI_SUCCESS)
-        atomic_fetch_sub(&n_untaken, 1);
-    p->failed = MPI_SUCCESS;
+        set_failed(p, MPI_SUCCESS);
     *comm = p->args.comm;
     int gone = cls != MPI_SUCCESS && now == MPI_REQUEST_NULL;
     if (gone) /* Open MPI freed the carrier: the request is no more */
@@ -407,13 +413,9 @@ static void finish(struct sampi_nb_call *call)
     int failed = call->error != MPI_SUCCESS, call_error = call->error;
     free(call);
     pthread_mutex_lock(&lock);
-    p->active = 0;                /* before the send: the program may start it again at once */
-    if (p->failed != MPI_SUCCESS) /* a failure before, never looked at */
-        atomic_fetch_sub(&n_untaken, 1);
-    p->failed = failed ? call_error : MPI_SUCCESS;
+    p->active = 0; /* before the send: the program may start it again at once */
     int freed = p->freed;
-    if (failed && !freed)
-        atomic_fetch_add(&n_untaken, 1);
+    set_failed(p, failed && !freed ? call_error : MPI_SUCCESS);
     int tag = p->tag;
     pthread_mutex_unlock(&lock);
     PMPI_Send(failed ? &byte_too_many : NULL, failed, MPI_BYTE, 0, tag, carrier_comm);
