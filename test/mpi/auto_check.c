@@ -5,10 +5,17 @@
  *       1. auto converges on some algorithm X (whatever this machine says:
  *          what it runs 10 calls in a row);
  *       2. sampi_debug_algo_delay makes X's calls DELAY_MS slower on every rank
- *          (written through MPI_T): within 120 calls auto must stop running
- *          X (its last 10 calls run something else);
+ *          (written through MPI_T): within 120 calls auto must have moved
+ *          to another algorithm Y (its last 10 calls all run Y: ten in a
+ *          row of one arm mean the re-exploration is over, since an
+ *          exploring cell alternates its arms);
  *       3. the delay moves to every other algorithm auto may run here: within
  *          400 calls auto must be back on X (its last 10 calls run X);
+ *          that took a third exploration (sampi_comm_auto_explorations):
+ *          step 2's re-exploration had ended before the others slowed, so
+ *          the way back was a new one.  (Ten calls merely avoiding X were
+ *          not enough: a re-exploration still running could take in the
+ *          others' slow calls and settle on X with no third.)
  *       every call's result is exact, and every rank runs the same algorithm
  *       at every call.  Counted in calls, not seconds.
  *   auto_check uneven     as learn's first two steps, with native slowed on
@@ -129,6 +136,24 @@ static int until(int limit, int streak, const char *algo, int avoid, int *k)
     return -1;
 }
 
+/* Like until(), the streak's calls all running one algorithm, not `algo`;
+ * that one is copied to `y`. */
+static int until_another(int limit, int streak, const char *algo, char *y, size_t n, int *k)
+{
+    int run = 0;
+    for (int i = 0; i < limit; i++) {
+        const char *ran = call(COUNT, (*k)++);
+        if (strcmp(ran, algo) == 0)
+            run = 0;
+        else
+            run = run > 0 && strcmp(ran, y) == 0 ? run + 1 : 1;
+        snprintf(y, n, "%s", ran);
+        if (run == streak)
+            return i + 1;
+    }
+    return -1;
+}
+
 /* X: what auto runs 10 calls in a row, within 200 calls (a re-check's or
  * an exploration's call may come between; the last call alone could be
  * one of them). */
@@ -161,10 +186,13 @@ static void learn(void)
     snprintf(knob, sizeof(knob), "%s:%d", x, DELAY_MS);
     if (set_text_cvar("sampi_debug_algo_delay", knob) != MPI_SUCCESS)
         mt_fail(&st, "cannot write sampi_debug_algo_delay");
-    int avoided = until(120, 10, x, 1, &k);
+    char y[32] = "";
+    int avoided = until_another(120, 10, x, y, sizeof(y), &k);
     if (avoided < 0)
-        mt_fail(&st, "with %s %d ms slower, auto still ran it among its last 10 of 120 calls", x,
-                DELAY_MS);
+        mt_fail(&st,
+                "with %s %d ms slower, auto did not settle on another algorithm (10 calls "
+                "in a row) within 120 calls",
+                x, DELAY_MS);
 
     /* now everything else auto may run at this size is slower */
     const char *all[] = {"native", "ring", "rhd"};
@@ -182,9 +210,9 @@ static void learn(void)
                 DELAY_MS, x);
     set_text_cvar("sampi_debug_algo_delay", "");
     if (rank == 0)
-        printf("auto_check: converged on %s; avoided it %d calls after it was slowed; back on it "
+        printf("auto_check: converged on %s; on %s %d calls after it was slowed; back on it "
                "%d calls after the others were\n",
-               x, avoided, back);
+               x, y, avoided, back);
     unsigned long long explorations =
         read_pvar_ull("sampi_comm_auto_explorations", MPI_T_PVAR_CLASS_COUNTER, MPI_COMM_WORLD);
     if (explorations < 3 || explorations == ~0ull)
