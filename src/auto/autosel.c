@@ -246,6 +246,27 @@ static int still_loses(const struct sampi_arm_costs *a, double best_ns)
            sampi_arm_median(a) > (1 + SAMPI_AUTOSEL_MARGIN) * best_ns;
 }
 
+/* Whether the drifted winner `w` still beats every loser's record by more
+ * than the margin.  Then the drift is looked at as a periodic re-check
+ * (losers keep their samples, one fresh call each, still_loses): a loser
+ * that got no better leaves after one call, one that did stays and is
+ * judged in full.  Otherwise (a loser's record now beats the winner) the
+ * world changed under the records too, and every loser starts afresh.
+ * Example, scene (c) of scripts/demo (2 MiB, rank 7's link at l = 2):
+ * optcc converged at 87 ms and drifted to 116 with the CPU's contention
+ * (the testbed's 8 ranks on 2 cores), ring's record 147, native's 230:
+ * ring, rhd and native take one call each (3 calls) where starting afresh
+ * took 11 (ring 5, native 5, rhd 1) and chose optcc again. */
+static int still_ahead(const struct sampi_autosel_cell *c, int w)
+{
+    double winner = sampi_arm_median(&c->arm[w]);
+    for (int a = 0; a < SAMPI_ALGO__COUNT; a++)
+        if (a != w && has(c->allowed, a) && c->arm[a].n > 0 &&
+            sampi_arm_median(&c->arm[a]) <= (1 + SAMPI_AUTOSEL_MARGIN) * winner)
+            return 0;
+    return 1;
+}
+
 /* Every candidate has at least `k` fresh samples. */
 static int all_sampled(const struct sampi_autosel_cell *c, int k)
 {
@@ -424,7 +445,7 @@ int sampi_autosel_note(struct sampi_autosel *s, const struct sampi_autosel_input
     if (algo == c->choice && c->arm[algo].n >= SAMPI_AUTOSEL_FIRST_SAMPLES + 1 &&
         sampi_arm_median(&c->arm[algo]) > (1 + SAMPI_AUTOSEL_DRIFT) * c->converged_ns) {
         c->recheck_at = c->calls + 1;
-        c->world_changed = 1;
+        c->world_changed = !still_ahead(c, algo);
     }
     return 0;
 }

@@ -28,8 +28,10 @@
  *              after `recheck` calls, a period that doubles from 128 up to
  *              8192 while the winner stays and starts again at 128 when it
  *              changes; at once when the winner's median drifts 25% above
- *              what it converged at; and at the cell's next call after the
- *              regime changed.  A re-check gives each loser one sample
+ *              what it converged at (as a periodic re-check below while
+ *              the drifted median still beats every loser's median by more
+ *              than 5%; else every loser starts afresh); and at the cell's
+ *              next call after the regime changed.  A re-check gives each loser one sample
  *              first; the first cut then applies to that fresh sample, and
  *              at a periodic re-check a loser also leaves when the fresh
  *              sample is above the best median and its median over kept and

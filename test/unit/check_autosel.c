@@ -323,6 +323,77 @@ START_TEST(drift_explores_again)
 }
 END_TEST
 
+/* Steps until the cell is converged again; counts each arm's exploring
+ * calls into runs[]. */
+static int until_converged(struct sampi_autosel *s, struct world *w,
+                           const struct sampi_autosel_input *in, struct sampi_autosel_decision *d,
+                           int runs[SAMPI_ALGO__COUNT])
+{
+    int calls = 0;
+    do {
+        int a = step(s, w, in, d);
+        runs[a] += d->exploring;
+        calls++;
+    } while (d->exploring && calls < 200);
+    return calls;
+}
+
+/* The winner drifts but stays well ahead of every loser's record (scene (c)
+ * of scripts/demo: optcc 87 -> 116 ms, ring's record 147): the re-check
+ * costs each loser one call and keeps the winner, where starting the losers
+ * afresh took five calls of each arm within 1.5x of the winner.  A loser
+ * that got faster meanwhile shows it in that call, stays, and wins on the
+ * full rule. */
+static void drift_to(struct sampi_autosel *s, struct world *w,
+                     const struct sampi_autosel_input *in, struct sampi_autosel_decision *d,
+                     int runs[SAMPI_ALGO__COUNT])
+{
+    int i = 0;
+    while (!d->exploring && i++ < 60)
+        step(s, w, in, d);
+    ck_assert(d->exploring);
+    runs[d->algo]++;
+    until_converged(s, w, in, d, runs);
+}
+
+START_TEST(drift_still_ahead_costs_a_call_per_loser)
+{
+    struct sampi_autosel s;
+    struct world w = flat_world(11, 100e3, 180e3, 190e3);
+    struct sampi_autosel_input in = input(8 << 20, SAMPI_REGIME_NONE, ARMS3);
+    struct sampi_autosel_decision d;
+    converge_on_native(&s, &w, &in, &d);
+    const struct sampi_autosel_cell *c =
+        sampi_autosel_cell(&s, sampi_autosel_bucket(8 << 20), SAMPI_REGIME_NONE);
+    uint64_t before = c->explorations;
+    /* 40% up: a drift; rhd (180) and ring (190) within 1.5x of it, and
+     * more than 5% above */
+    w.base[SAMPI_ALGO_NATIVE] = 140e3;
+    int runs[SAMPI_ALGO__COUNT] = {0};
+    drift_to(&s, &w, &in, &d, runs);
+    ck_assert_uint_eq(c->explorations, before + 1);
+    ck_assert_int_eq(runs[SAMPI_ALGO_RHD], 1);
+    ck_assert_int_eq(runs[SAMPI_ALGO_RING], 1);
+    ck_assert_int_eq(runs[SAMPI_ALGO_NATIVE], 0);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_NATIVE);
+    sampi_autosel_free(&s);
+
+    /* the same drift, and rhd got faster than the drifted winner */
+    w.base[SAMPI_ALGO_NATIVE] = 100e3;
+    converge_on_native(&s, &w, &in, &d);
+    w.base[SAMPI_ALGO_NATIVE] = 140e3;
+    w.base[SAMPI_ALGO_RHD] = 90e3;
+    memset(runs, 0, sizeof(runs));
+    drift_to(&s, &w, &in, &d, runs);
+    /* sampled on past its one call (native leaves once rhd's median
+     * shows it 1.5x: three calls here) */
+    ck_assert_int_ge(runs[SAMPI_ALGO_RHD], 2);
+    ck_assert_int_le(runs[SAMPI_ALGO_RHD], SAMPI_AUTOSEL_FULL_SAMPLES);
+    ck_assert_int_eq(d.algo, SAMPI_ALGO_RHD);
+    sampi_autosel_free(&s);
+}
+END_TEST
+
 START_TEST(same_inputs_same_decisions)
 {
     /* two ranks: the same costs (exchanged), the same calls: the same
@@ -625,7 +696,8 @@ Suite *sampi_autosel_suite(void)
         {.name = "core",
          UNIT_TESTS(
              converges_to_the_cheapest_arm, regret_is_bounded, hopeless_arms_wait_for_a_change,
-             regime_change_explores_again, drift_explores_again, same_inputs_same_decisions,
+             regime_change_explores_again, drift_explores_again,
+             drift_still_ahead_costs_a_call_per_loser, same_inputs_same_decisions,
              outliers_do_not_flip_the_choice, one_arm_is_not_explored, seeded_cell_starts_converged,
              buckets_and_periods, repeats_are_decided_alike, equal_arms_do_not_trade_places,
              composed_arm_change_explores_again, recheck_judges_a_loser_by_its_fresh_sample,
