@@ -344,9 +344,8 @@ static int until_converged(struct sampi_autosel *s, struct world *w,
  * afresh took five calls of each arm within 1.5x of the winner.  A loser
  * that got faster meanwhile shows it in that call, stays, and wins on the
  * full rule. */
-static void drift_to(struct sampi_autosel *s, struct world *w,
-                     const struct sampi_autosel_input *in, struct sampi_autosel_decision *d,
-                     int runs[SAMPI_ALGO__COUNT])
+static void drift_to(struct sampi_autosel *s, struct world *w, const struct sampi_autosel_input *in,
+                     struct sampi_autosel_decision *d, int runs[SAMPI_ALGO__COUNT])
 {
     int i = 0;
     while (!d->exploring && i++ < 60)
@@ -694,12 +693,12 @@ Suite *sampi_autosel_suite(void)
     return UNIT_SUITE(
         "autosel",
         {.name = "core",
-         UNIT_TESTS(
-             converges_to_the_cheapest_arm, regret_is_bounded, hopeless_arms_wait_for_a_change,
-             regime_change_explores_again, drift_explores_again,
-             drift_still_ahead_costs_a_call_per_loser, same_inputs_same_decisions,
-             outliers_do_not_flip_the_choice, one_arm_is_not_explored, seeded_cell_starts_converged,
-             buckets_and_periods, repeats_are_decided_alike, equal_arms_do_not_trade_places,
-             composed_arm_change_explores_again, recheck_judges_a_loser_by_its_fresh_sample,
-             recheck_lets_a_steady_loser_go_after_one_call)});
+         UNIT_TESTS(converges_to_the_cheapest_arm, regret_is_bounded,
+                    hopeless_arms_wait_for_a_change, regime_change_explores_again,
+                    drift_explores_again, drift_still_ahead_costs_a_call_per_loser,
+                    same_inputs_same_decisions, outliers_do_not_flip_the_choice,
+                    one_arm_is_not_explored, seeded_cell_starts_converged, buckets_and_periods,
+                    repeats_are_decided_alike, equal_arms_do_not_trade_places,
+                    composed_arm_change_explores_again, recheck_judges_a_loser_by_its_fresh_sample,
+                    recheck_lets_a_steady_loser_go_after_one_call)});
 }
