@@ -43,8 +43,9 @@
  *              since the last look: (its median - the winner's) > 2% x
  *              period x the winner's median.  An arm 2x the winner is
  *              looked at again every re-check, one 10x only from a period of
- *              512 calls on, one 1000x never until a drift, a regime change
- *              or a change of arms reopens every arm.
+ *              512 calls on, one 1000x never until a drift that puts the
+ *              winner behind a loser's record, a regime change or a change
+ *              of arms reopens every arm.
  *
  * Example, one bucket, arms native/ring/rhd (ids 1, 2, 3; native the
  * prior), costs 100/300/95 us: calls 1-6 run native, ring, rhd, native,

@@ -169,7 +169,8 @@ START_TEST(hopeless_arms_wait_for_a_change)
     /* native 2 us, ring 4 us (2x), rhd 24 ms (12000x: seen at np 2 over
      * OSU's small sizes).  Periodic re-checks look at ring each time, at
      * rhd never: over 20000 calls rhd runs only its 2 first samples.  A
-     * drift of the winner says the world changed: rhd is tried again. */
+     * drift of the winner behind ring's record says the world changed: rhd
+     * is tried again. */
     struct sampi_autosel s;
     struct world w = {.rng = 17, .noise = 0.1};
     w.base[SAMPI_ALGO_NATIVE] = 2e3;
