@@ -48,9 +48,11 @@
  *          costs jump (5900 of 6000 idle here, 1149 to 5898 with both cores
  *          loaded);
  *       2. a control variable written through MPI_T: the next call does not
- *          take the lane, and one of the 9 after it does again;
+ *          take the lane (how many of the 200 after it do is printed: it
+ *          depends on what auto runs then, which a busy host changes);
  *       3. sampi_comm_set_algorithm(ring): the next call runs ring;
- *       4. native forced: of 1000 calls, all but the first take it.
+ *       4. native forced: of 1000 calls, all but the first take it; then a
+ *          variable written: the next call does not, the 9 after it do.
  */
 #include "mpitest.h"
 #include "sampi.h"
@@ -351,13 +353,15 @@ static void lane(void)
     unsigned long long m = lane_calls("after a write");
     if (m != n)
         mt_fail(&st, "the call after a variable was written took the lane");
-    /* some of the next calls may be measured or explore (a regime that a
-     * busy host made change): 200 leave room for that, and any one of them
-     * may take the lane */
+    /* whether auto's later calls take the lane again depends on what it
+     * runs then: with both cores loaded it may have moved to ring or rhd
+     * (no lane) for a while, so it is printed here and judged below with
+     * native forced */
     for (int i = 0; i < 200; i++)
         small_call(comm, k++, 2);
-    if (lane_calls("after a write, 200 calls") == m)
-        mt_fail(&st, "no call took the lane again after a variable was written");
+    unsigned long long again = lane_calls("after a write, 200 calls") - m;
+    if (rank == 0)
+        printf("auto_check: after a write, %llu of the next 200 calls took the lane\n", again);
 
     sampi_comm_set_algorithm(comm, "ring");
     m = lane_calls("before ring");
@@ -372,6 +376,23 @@ static void lane(void)
     if (lane_calls("native") - m != 999)
         mt_fail(&st, "native forced: %llu of 1000 calls took the lane (want 999)",
                 lane_calls("native") - m);
+
+    /* a write closes the lane: the next call takes the full path, and the
+     * nine after it the lane again (native forced: no measuring, no
+     * exploring, whatever the load) */
+    if (set_text_cvar("sampi_debug_algo_delay", "") != MPI_SUCCESS)
+        mt_fail(&st, "writing sampi_debug_algo_delay failed");
+    m = lane_calls("native, before a write");
+    small_call(comm, k++, 2);
+    if (lane_calls("native, after a write") != m)
+        mt_fail(&st, "native forced: the call after a variable was written took the lane");
+    for (int i = 0; i < 9; i++)
+        small_call(comm, k++, 2);
+    if (lane_calls("native, 9 calls after a write") - m != 9)
+        mt_fail(&st,
+                "native forced: %llu of the 9 calls after the first one after a write took "
+                "the lane (want 9)",
+                lane_calls("native, 9 calls after a write") - m);
     MPI_T_pvar_handle_free(lane_session, &lane_handle);
     MPI_T_pvar_session_free(&lane_session);
     MPI_Comm_free(&comm);
