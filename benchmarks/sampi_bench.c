@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include <mpi.h>
@@ -134,6 +135,11 @@ struct config {
     bool samples;         /* --samples: every timed call's last-arrival time in JSON */
     bool nonblocking;     /* --nonblocking: MPI_Iallreduce + MPI_Wait, then with compute */
     bool test_compute;    /* --test-during-compute: MPI_Test during the compute phase */
+    double compute_ms;    /* --compute-ms: the compute phase's length; < 0: the pure call's */
+    /* --compute-pu: the PUs the program's thread is bound to after MPI_Init
+     * (0 PUs: left as mpirun bound it) */
+    cpu_set_t compute_pus;
+    int ncompute_pus;
 };
 
 static char opt_error[256];
@@ -301,6 +307,53 @@ static int opt_delay(struct config *cfg, const char *arg)
     return 0;
 }
 
+static int opt_compute_ms(struct config *cfg, const char *arg)
+{
+    char *end;
+
+    errno = 0;
+    cfg->compute_ms = strtod(arg, &end);
+    if (errno || end == arg || *end != '\0' || !(cfg->compute_ms >= 0) || cfg->compute_ms > 3.6e6)
+        return fail_opt("--compute-ms: '%s' is not a time in milliseconds (0..3600000)", arg);
+    return 0;
+}
+
+/* --compute-pu LIST: operating-system PU numbers such as 0 or 0,2-3. */
+static int opt_compute_pu(struct config *cfg, const char *arg)
+{
+    const char *s = arg;
+
+    CPU_ZERO(&cfg->compute_pus);
+    for (;;) {
+        int lo, hi;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || v < 0 || v >= CPU_SETSIZE)
+            break;
+        lo = hi = (int)v;
+        if (*end == '-') {
+            s = end + 1;
+            v = strtol(s, &end, 10);
+            if (errno || end == s || v < lo || v >= CPU_SETSIZE)
+                break;
+            hi = (int)v;
+        }
+        for (int pu = lo; pu <= hi; pu++)
+            CPU_SET(pu, &cfg->compute_pus);
+        if (*end == '\0') {
+            cfg->ncompute_pus = CPU_COUNT(&cfg->compute_pus);
+            return 0;
+        }
+        if (*end != ',')
+            break;
+        s = end + 1;
+    }
+    return fail_opt("--compute-pu: '%s' is not a list of PU numbers such as 0 or 0,2-3 (each "
+                    "below %d)",
+                    arg, CPU_SETSIZE);
+}
+
 static int opt_straggle_by(struct config *cfg, const char *arg)
 {
     if (strcmp(arg, "sleep") && strcmp(arg, "spin"))
@@ -400,6 +453,11 @@ static const struct option_row option_rows[] = {
      "time MPI_Iallreduce + MPI_Wait, then its overlap with compute (osu_iallreduce)"},
     {"test-during-compute", 0, NULL, FLAG(test_compute),
      "with --nonblocking, MPI_Test every tenth of the compute phase (osu_iallreduce -t)"},
+    {"compute-ms", 0, "MS", opt_compute_ms, 0,
+     "with --nonblocking, compute MS per call instead of the call's own mean time"},
+    {"compute-pu", 0, "LIST", opt_compute_pu, 0,
+     "bind the program's thread to these PUs (e.g. 0 or 0,2-3), leaving others to progress "
+     "threads"},
     {"json", 0, NULL, FLAG(json), "print one JSON object per (size, entry) on stdout"},
     {"version", 'v', NULL, FLAG(version), "print the SAMPI version and exit"},
     {"help", 'h', NULL, FLAG(help), "print this help and exit"},
@@ -437,6 +495,7 @@ static void config_defaults(struct config *cfg)
     cfg->straggler = -1;
     cfg->delay_ms = -1;
     cfg->tail_pct = -1;
+    cfg->compute_ms = -1;
     opt_algos(cfg, DEFAULT_ALGOS);
 }
 
@@ -517,6 +576,8 @@ static int check_config(const struct config *cfg, int np)
         return fail_opt("--straggler %d: there are only %d ranks", cfg->straggler, np);
     if (cfg->test_compute && !cfg->nonblocking)
         return fail_opt("--test-during-compute needs --nonblocking");
+    if (cfg->compute_ms >= 0 && !cfg->nonblocking)
+        return fail_opt("--compute-ms needs --nonblocking");
     /* The hold models a completion that cannot come earlier; after MPI_Wait
      * it would also delay what the compute phase should have hidden. */
     if (cfg->tail_pct >= 0 && cfg->nonblocking)
@@ -1268,8 +1329,9 @@ static double compute_phase(const struct entry *e, MPI_Request *req, double secs
     return t - start - in_test;
 }
 
-/* What one overlapped call records, per rank. */
-enum { OV_POST, OV_DONE, OV_COMPUTE, OV_TESTS, OV_WIDTH };
+/* What one overlapped call records, per rank: OV_COMPUTED is the end of
+ * the compute phase, from which an on-time rank waits for the others. */
+enum { OV_POST, OV_DONE, OV_COMPUTE, OV_TESTS, OV_COMPUTED, OV_WIDTH };
 
 /* One overlapped call: post, compute for compute_s, wait.  0 or the first
  * MPI error. */
@@ -1286,6 +1348,7 @@ static int call_overlapped(const struct bench *b, const struct entry *e, const s
     /* After a failed post there is no request, but the rank still computes:
      * its compute time stays comparable. */
     rec[OV_COMPUTE] = compute_phase(e, &req, compute_s, b->cfg.test_compute && posted, &tests, &rc);
+    rec[OV_COMPUTED] = b->now();
     /* A request that MPI_Test completed, or freed on an error, is NULL now. */
     if (posted && req != MPI_REQUEST_NULL) {
         int w = e->fns->wait(&req, MPI_STATUS_IGNORE);
@@ -1455,6 +1518,7 @@ struct result {
     bool nonblocking;
     const char *progress;                     /* NULL: blocking, or unknown */
     double compute, overall, overlap, ntests; /* NaN: blocking */
+    double after_compute;                     /* NaN: blocking, or every rank is the straggler */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -1563,7 +1627,7 @@ static void compute_overlap(const struct bench *b, const double *all, int ei, in
                             struct result *res)
 {
     size_t per_rank = OV_WIDTH * (size_t)b->nent * (size_t)iters;
-    double overall = 0, compute = 0, tests = 0, n = (double)b->np * iters;
+    double overall = 0, compute = 0, tests = 0, after = 0, n = (double)b->np * iters, nafter = 0;
 
     for (int r = 0; r < b->np; r++) {
         for (int i = 0; i < iters; i++) {
@@ -1572,11 +1636,16 @@ static void compute_overlap(const struct bench *b, const double *all, int ei, in
             overall += s[OV_DONE] - s[OV_POST];
             compute += s[OV_COMPUTE];
             tests += s[OV_TESTS];
+            if (r != b->cfg.straggler) {
+                after += s[OV_DONE] - s[OV_COMPUTED];
+                nafter++;
+            }
         }
     }
     res->overall = overall / n * 1e6;
     res->compute = compute / n * 1e6;
     res->ntests = tests / n;
+    res->after_compute = nafter > 0 ? after / nafter * 1e6 : NAN;
     res->overlap =
         res->avg > 0 ? fmax(0, 100 * (1 - (res->overall - res->compute) / res->avg)) : NAN;
 }
@@ -1632,7 +1701,7 @@ static void result_init(const struct bench *b, const struct entry *e, size_t byt
     res->ratio = NAN;
     res->nonblocking = b->cfg.nonblocking;
     res->progress = b->cfg.nonblocking ? b->progress : NULL;
-    res->compute = res->overall = res->overlap = res->ntests = NAN;
+    res->compute = res->overall = res->overlap = res->ntests = res->after_compute = NAN;
     res->ent = e;
     res->auto_converged = res->auto_explorations = -1;
     if (e->pv_ok) {
@@ -1721,6 +1790,7 @@ static const struct field fields[] = {
     {"overall_us", "Overall(us)", 13, F_DBL, R(overall), SHOW_NB},
     {"overlap_pct", "Overlap(%)", 12, F_DBL, R(overlap), SHOW_NB},
     {"test_calls", NULL, 0, F_DBL, R(ntests), SHOW_JSON},
+    {"after_compute_us", NULL, 0, F_DBL, R(after_compute), SHOW_JSON},
     {"validated", "Validation", 12, F_TRI, R(validated), SHOW_CHECK},
     {"errors", NULL, 0, F_INT, R(errors), SHOW_JSON},
     {"straggler", NULL, 0, F_RANK, R(straggler), SHOW_JSON},
@@ -1930,13 +2000,17 @@ static void print_header(const struct bench *b)
                 "%zu-byte datagrams a rank receives are %.3f ms late%s\n",
                 b->cfg.tail_pct, b->cfg.tail_dgram, b->cfg.tail_delay_ms,
                 getenv("SAMPI_OPTIREDUCE_FAULT") ? "; optireduce: SAMPI_OPTIREDUCE_FAULT" : "");
-    if (b->cfg.nonblocking)
+    if (b->cfg.nonblocking) {
+        char how_long[64] = "the entry's Avg Latency";
+        if (b->cfg.compute_ms >= 0)
+            snprintf(how_long, sizeof(how_long), "%g ms", b->cfg.compute_ms);
         fprintf(f,
                 "# nonblocking (progress %s): the latency columns are the pure communication, "
-                "MPI_Iallreduce then MPI_Wait at once; Overall = MPI_Iallreduce, compute for the "
-                "entry's Avg Latency, MPI_Wait%s\n",
-                b->progress ? b->progress : "unknown",
+                "MPI_Iallreduce then MPI_Wait at once; Overall = MPI_Iallreduce, compute for %s, "
+                "MPI_Wait%s\n",
+                b->progress ? b->progress : "unknown", how_long,
                 b->cfg.test_compute ? ", with MPI_Test every tenth of the compute" : "");
+    }
     fprintf(f,
             "# clock: %s; Call = call time of the first rank to arrive, Last = last "
             "arrival to completion\n",
@@ -2072,14 +2146,16 @@ static void gather_stamps(struct stamps *st)
 /* --nonblocking's second phase: every rank computes, in each call of an
  * entry, for the entry's mean pure communication time, which rank 0 found in
  * the first phase's stamps (pure->all) and sends to all, so that every rank
- * computes alike and the compute stands for the same work everywhere. */
+ * computes alike and the compute stands for the same work everywhere; or,
+ * with --compute-ms, for that time whatever the call costs. */
 static void run_overlap(struct bench *b, struct phase *ph, const struct stamps *pure, int warmup,
                         int iters, struct stamps *ov)
 {
     double compute_s[MAX_ENTRIES];
 
     for (int ei = 0; is_root(b) && ei < b->nent; ei++)
-        compute_s[ei] = mean_call_s(b, pure->all, ei, iters);
+        compute_s[ei] =
+            b->cfg.compute_ms >= 0 ? b->cfg.compute_ms / 1e3 : mean_call_s(b, pure->all, ei, iters);
     PMPI_Bcast(compute_s, b->nent, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     ph->width = OV_WIDTH;
     ph->call = phase_overlap;
@@ -2160,6 +2236,19 @@ static int run(struct bench *b, int argc, char **argv)
         else if (is_root(b))
             printf("sampi_bench (SAMPI) %s\n", sampi_version());
         return BENCH_OK;
+    }
+    /* after MPI_Init, so that SAMPI read the binding mpirun gave (sampi_pin
+     * chooses the progress threads' PU inside it); every rank stops if one
+     * cannot bind */
+    if (b->cfg.ncompute_pus) {
+        int bad = sched_setaffinity(0, sizeof(b->cfg.compute_pus), &b->cfg.compute_pus) ? errno : 0;
+        int any = 0;
+        if (bad)
+            fprintf(stderr, "sampi_bench: rank %d: --compute-pu: cannot bind to those PUs: %s\n",
+                    b->rank, strerror(bad));
+        PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any)
+            return BENCH_USAGE;
     }
     b->mode = &call_modes[b->cfg.nonblocking];
     /* A failed nonblocking call's error goes to MPI_COMM_WORLD's handler, not

@@ -5,8 +5,9 @@
 #                 auto runs progress threads): sampi_bench --nonblocking (post, compute about
 #                 the call's own time, wait; pure communication, overall time and overlap %),
 #                 Open MPI's own (pmpi) against SAMPI's ring and auto, 1, 16 and 64 MiB;
-#   nb-late.json  the same layout, rank 7 late by 20 ms, 16 MiB: the on-time ranks' time from
-#                 the end of their compute to completion, Open MPI's against auto's;
+#   nb-late.json  the same layout, rank 7 late by 20 ms, every rank computing 25 ms after its
+#                 post, 16 MiB: the on-time ranks' time from the end of their compute to
+#                 completion (after_compute_us), Open MPI's against auto's;
 #   nb-core.json  16 ranks, one per core (no free PU: auto leaves the calls to Open MPI, so
 #                 SAMPI must cost nothing): pmpi against auto, 1 and 16 MiB, with and without
 #                 MPI_Test during the compute;
@@ -25,7 +26,7 @@ for size in 1M 16M 64M; do
 done
 step_begin 60 nb-late
 XMPI="$PE2" run1 nb-late $HALF 16M 20 5 pmpi,auto --nonblocking --straggler $(( HALF - 1 )) \
-  --delay-ms 20
+  --delay-ms 20 --compute-ms 25
 step_begin 80 nb-core
 for size in 1M 16M; do
   run1 nb-core $NP $size 20 5 pmpi,auto --nonblocking
