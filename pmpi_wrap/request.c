@@ -18,7 +18,8 @@
  * MPI_THREAD_MULTIPLE never returns when one of its requests had already
  * completed in error when it was called (ompi_request_default_wait_all
  * then skips the wait on its sync object and spins until a signal that
- * nobody sends; its MPI_Wait has no such defect).  SAMPI makes that case
+ * nobody sends; its MPI_Wait, Waitany, Waitsome, Testany and Testsome have
+ * no such defect: iallreduce.test checks each).  SAMPI makes that case
  * common: the level is MULTIPLE underneath wherever progress threads run,
  * and a persistent request whose call failed at once (a revoked
  * communicator) is complete in error before the program's MPI_Waitall.
