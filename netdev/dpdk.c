@@ -6,9 +6,10 @@
  * finalize (sampi_module_finalize_all, from MPI_Finalize):
  *  - The EAL, initialised once from sampi_dpdk_eal_args (synthetic argv; %p
  *    and %r expanded so each rank has its own --file-prefix and interface),
- *    plus --vdev=sampi_dpdk_vdev and "-l CPU".  CPU is the last PU of the
- *    binding mpirun gave the process (hwloc_get_cpubind), so the lcore is
- *    inside it; rte_eal_init pins the calling thread to that lcore, and the
+ *    plus --vdev=sampi_dpdk_vdev and "-l CPU".  CPU is the PU sampi_pin
+ *    gives the progress threads, else the last PU of the binding mpirun gave
+ *    the process (hwloc_get_cpubind), so the lcore is inside it (sampi_pin
+ *    never leaves it); rte_eal_init pins the calling thread to that lcore, and the
  *    thread's own affinity is restored afterwards, so the application's main
  *    thread keeps the binding it had.  The library installs no signal
  *    handler and never calls rte_exit: a failure is a return code, agreed
@@ -54,6 +55,7 @@
 #include "dgram_backend.h"
 #include "module.h"
 #include "netdev.h"
+#include "pin.h"
 #include "sampi_internal.h"
 #include "wait.h"
 
@@ -182,11 +184,16 @@ static struct {
     char eal_args[1024]; /* as passed, for the log */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The last PU of this process's binding, or -1. */
+/* The EAL's lcore: the PU sampi_pin gives SAMPI's progress threads (the
+ * process's one place for SAMPI's own work), else the last PU of this
+ * process's binding, or -1. */
 static int binding_cpu(void)
 {
+    char why[200];
+    int cpu = sampi_pin_progress_pu(why, sizeof(why));
+    if (cpu >= 0)
+        return cpu;
     hwloc_topology_t topo;
-    int cpu = -1;
     if (hwloc_topology_init(&topo))
         return -1;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include "module.h"
 #include "netdev.h"
+#include "pin.h"
 #include "sampi_internal.h"
 #include "wait.h"
 
@@ -46,6 +47,7 @@ static const struct sampi_module_host host = {
     .wait_count_sleep = sampi_wait_count_sleep,
     .waiter_allreduce = sampi_waiter_allreduce,
     .waiter_allgather = sampi_waiter_allgather,
+    .pin_progress_pu = sampi_pin_progress_pu,
 };
 
 static struct entry {

@@ -49,7 +49,7 @@ struct sampi_waiter;
 /* Bump whenever struct sampi_module, struct sampi_module_host, the netdev
  * or datagram ops and their instance structs (netdev.h, dgram.h) change
  * shape: the loader refuses a module built for another value. */
-#define SAMPI_MODULE_ABI 3
+#define SAMPI_MODULE_ABI 4
 
 /* The one symbol a module exports. */
 #define SAMPI_MODULE_SYMBOL "sampi_module"
@@ -70,6 +70,7 @@ struct sampi_module_host {
                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
     int (*waiter_allgather)(struct sampi_waiter *w, const void *in, int count, MPI_Datatype dt,
                             void *out, MPI_Comm comm);
+    int (*pin_progress_pu)(char *why, size_t len);
 };
 
 struct sampi_module {

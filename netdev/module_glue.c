@@ -10,6 +10,7 @@
  */
 #include "module.h"
 #include "netdev.h"
+#include "pin.h"
 #include "sampi_internal.h"
 #include "wait.h"
 
@@ -88,4 +89,9 @@ int sampi_waiter_allgather(struct sampi_waiter *w, const void *in, int count, MP
                            void *out, MPI_Comm comm)
 {
     return host->waiter_allgather(w, in, count, dt, out, comm);
+}
+
+int sampi_pin_progress_pu(char *why, size_t len)
+{
+    return host->pin_progress_pu(why, len);
 }
