@@ -3,7 +3,7 @@
 
   mpirun -np P python3 benchmarks/ddp_step.py [--steps 20] [--warmup 3]
       [--buckets 8] [--bucket-mib 2] [--compute-ms 5] [--kernel matmul|spin]
-      [--late-rank R --late-ms MS] [--blocking] [--print-steps]
+      [--late-rank R --late-ms MS] [--blocking] [--print-steps] [--compute-pu LIST]
 
 A model of --buckets layers, each with one gradient bucket of --bucket-mib MiB
 of float32 (default 8 x 2 MiB = 16 MiB).  Every step:
@@ -20,7 +20,11 @@ of float32 (default 8 x 2 MiB = 16 MiB).  Every step:
      comparison of step times).
 
 --blocking posts MPI_Allreduce after each layer instead (no overlap), for
-comparison.  --late-rank R --late-ms MS: rank R sleeps MS at the start of
+comparison.  --compute-pu LIST (such as 0 or 0,2-3) binds the rank's own
+thread to those PUs once MPI has started (SAMPI has read the binding
+mpirun gave), so that with SAMPI_PIN naming another PU of that binding the
+progress threads have a PU the backward pass does not use, on a machine too
+small to give every rank two.  --late-rank R --late-ms MS: rank R sleeps MS at the start of
 each step's backward, a straggler whose buckets all come late.
 
 The script itself does not care whether SAMPI is preloaded: run it under
@@ -102,12 +106,34 @@ def parse_args(argv):
     ap.add_argument(
         "--print-steps", action="store_true", help="also print every timed step's time"
     )
+    ap.add_argument(
+        "--compute-pu",
+        default=None,
+        help="bind this rank's thread to these PUs (e.g. 0 or 0,2-3) once MPI has started",
+    )
     args = ap.parse_args(argv)
+    if args.compute_pu is not None:
+        try:
+            args.compute_pu = pu_list(args.compute_pu)
+        except ValueError:
+            ap.error(f"--compute-pu: '{args.compute_pu}' is not a list of PU numbers such as 0 or 0,2-3")
     if args.steps < 1 or args.warmup < 0 or args.buckets < 1:
         ap.error("--steps and --buckets must be at least 1, --warmup at least 0")
     if args.bucket_mib <= 0 or args.compute_ms < 0 or args.late_ms < 0:
         ap.error("--bucket-mib must be positive, --compute-ms and --late-ms not negative")
     return args
+
+
+def pu_list(text):
+    """'0,2-3' -> {0, 2, 3}; ValueError for anything else."""
+    pus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        lo, hi = int(lo), int(hi or lo)
+        if lo < 0 or hi < lo:
+            raise ValueError(text)
+        pus.update(range(lo, hi + 1))
+    return pus
 
 
 class Kernel:
@@ -158,6 +184,17 @@ def main(argv):
         if rank == 0:
             print(f"ddp_step: --late-rank {args.late_rank} but only {size} ranks", file=sys.stderr)
         return 2
+
+    if args.compute_pu is not None:
+        # this thread only (Linux applies it to the caller), after MPI_Init
+        try:
+            os.sched_setaffinity(0, args.compute_pu)
+            bad = 0
+        except OSError as e:
+            print(f"ddp_step: rank {rank}: --compute-pu: {e}", file=sys.stderr)
+            bad = 1
+        if comm.allreduce(bad, op=MPI.MAX):
+            return 2
 
     n = max(1, int(args.bucket_mib * (1 << 20)) // 4)
     # The gradients: a pattern shared by all ranks plus a per-rank, per-layer,
