@@ -296,24 +296,26 @@ static int opt_straggler(struct config *cfg, const char *arg)
     return 0;
 }
 
-static int opt_delay(struct config *cfg, const char *arg)
+/* A whole-string time in milliseconds, 0 to an hour, into *ms: 0 or -1. */
+static int parse_ms(const char *arg, double *ms)
 {
     char *end;
 
     errno = 0;
-    cfg->delay_ms = strtod(arg, &end);
-    if (errno || end == arg || *end != '\0' || !(cfg->delay_ms >= 0) || cfg->delay_ms > 3.6e6)
+    *ms = strtod(arg, &end);
+    return errno || end == arg || *end != '\0' || !(*ms >= 0) || *ms > 3.6e6 ? -1 : 0;
+}
+
+static int opt_delay(struct config *cfg, const char *arg)
+{
+    if (parse_ms(arg, &cfg->delay_ms))
         return fail_opt("--delay-ms: '%s' is not a delay in milliseconds (0..3600000)", arg);
     return 0;
 }
 
 static int opt_compute_ms(struct config *cfg, const char *arg)
 {
-    char *end;
-
-    errno = 0;
-    cfg->compute_ms = strtod(arg, &end);
-    if (errno || end == arg || *end != '\0' || !(cfg->compute_ms >= 0) || cfg->compute_ms > 3.6e6)
+    if (parse_ms(arg, &cfg->compute_ms))
         return fail_opt("--compute-ms: '%s' is not a time in milliseconds (0..3600000)", arg);
     return 0;
 }
